@@ -1,0 +1,38 @@
+"""The ``taguru-ray`` console script: one verb per module, dispatched here."""
+
+from __future__ import annotations
+
+import sys
+
+from taguru_ray import __version__
+
+USAGE = """\
+usage: taguru-ray <verb> [options]
+
+verbs:
+  extract    extract Taguru source files from segments, on Ray
+  simulate   run the OpenAI-compatible model simulator on loopback
+
+taguru-ray <verb> --help shows a verb's options.
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(USAGE, end="")
+        return 0 if args else 2
+    if args[0] == "--version":
+        print(f"taguru-ray {__version__}")
+        return 0
+    verb, rest = args[0], args[1:]
+    if verb == "extract":
+        from taguru_ray.cli.extract import main as extract_main
+
+        return extract_main(rest)
+    if verb == "simulate":
+        from taguru_ray.cli.simulate import main as simulate_main
+
+        return simulate_main(rest)
+    print(f"taguru-ray: unknown verb {verb!r}\n\n{USAGE}", end="", file=sys.stderr)
+    return 2

@@ -1,0 +1,31 @@
+# The two commands a new machine needs: `make demo` and `make test`.
+# Each builds the virtual environment it runs in when it is missing or stale.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint venv clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	PY=$(BIN)/python sh examples/demo.sh
+
+test: $(STAMP)
+	$(BIN)/ruff check taguru_ray tests benchmarks
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check taguru_ray tests benchmarks
+	$(BIN)/ruff format --check taguru_ray tests benchmarks
+
+clean:
+	rm -rf $(VENV) out .pytest_cache

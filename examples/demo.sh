@@ -1,0 +1,27 @@
+#!/bin/sh
+# The quick start: the sample corpus through the bundled simulator, on a local Ray.
+# The simulator is a rule-based stand-in for a model server, not a model: it
+# answers valid, deterministic JSON built from the names in each paragraph.
+set -eu
+PY=${PY:-.venv/bin/python}
+OUT=${OUT:-out/demo}
+CONTEXT=${CONTEXT:-5b0d7f0e-6c1a-4d8e-9a51-2f3c4b5d6e7f}
+
+urlfile=$(mktemp)
+$PY -m taguru_ray simulate --port 0 --latency-ms 40 >"$urlfile" &
+sim=$!
+trap 'kill $sim 2>/dev/null || true; rm -f "$urlfile"' EXIT INT TERM
+tries=0
+until [ -s "$urlfile" ]; do
+    tries=$((tries + 1))
+    if [ "$tries" -gt 100 ]; then echo "demo: the simulator did not start" >&2; exit 1; fi
+    sleep 0.1
+done
+base=$(head -n 1 "$urlfile")
+echo "demo: simulator at $base (a stand-in for a model server, not a model)" >&2
+
+TAGURU_EXTRACT_URL="$base/chat/completions" TAGURU_EXTRACT_MODEL=taguru-sim \
+    $PY -m taguru_ray extract --context "$CONTEXT" --name demo \
+    --description "taguru-ray sample corpus" --chunk-bytes 1024 \
+    --out "$OUT" examples/corpus
+echo "demo: source files, manifest and records are in $OUT (records under $OUT/.extract-trace)" >&2

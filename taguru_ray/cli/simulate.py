@@ -1,0 +1,178 @@
+"""`taguru-ray simulate`: run the model simulator until SIGINT/SIGTERM.
+
+Parsing only; the server is `taguru_ray.simulate`. The base URL is the first
+line of stdout (flushed) so a parent process can read it; nothing else is
+written to stdout. Exit codes: 0 after a signal, 1 when the address cannot be
+bound, 2 for a bad flag (including an unreadable or invalid `--script` file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from taguru_ray.simulate import (
+    FAULT_KINDS,
+    FaultKind,
+    ScriptError,
+    ScriptRule,
+    SimulatorConfig,
+    fault_rates,
+    parse_fault_rate,
+    parse_script_text,
+    serve,
+)
+
+PROG = "taguru-ray simulate"
+
+
+def main(argv: list[str]) -> int:
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+        rates = fault_rates(args.fault_rate)
+    except ScriptError as exc:
+        parser.print_usage(sys.stderr)
+        print(f"{PROG}: error: argument --fault-rate: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # argparse's usage error (2) or --help (0)
+        return exc.code if isinstance(exc.code, int) else 2
+    config = SimulatorConfig(
+        slots=args.slots,
+        latency_ms=args.latency_ms,
+        tokens_per_s=args.tokens_per_s,
+        fault_rates=rates,
+        script=tuple(args.script),
+        seed=args.seed,
+        retry_after=args.retry_after,
+        stall_seconds=args.stall_seconds,
+    )
+    try:
+        asyncio.run(_run(config, args.host, args.port))
+    except OSError as exc:
+        print(f"{PROG}: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _run(config: SimulatorConfig, host: str, port: int) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    await serve(config, host, port, on_ready=_announce, stop=stop)
+
+
+def _announce(base_url: str) -> None:
+    print(base_url, flush=True)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=PROG,
+        description="An OpenAI-compatible model simulator on loopback (not a model).",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument(
+        "--port",
+        type=_bounded(int, 0, 65535),
+        default=0,
+        help="port; 0 picks a free one (default 0). The base URL is stdout's first line",
+    )
+    p.add_argument(
+        "--slots",
+        type=_bounded(int, 1),
+        default=8,
+        help="concurrent generation slots; more requests wait in a FIFO queue (default 8)",
+    )
+    p.add_argument(
+        "--latency-ms",
+        type=_bounded(float, 0),
+        default=0.0,
+        help="time to first token in ms (default 0)",
+    )
+    p.add_argument(
+        "--tokens-per-s",
+        type=_bounded(float, 0),
+        default=0.0,
+        help="decode speed in tokens/s; 0 = instant (default 0)",
+    )
+    p.add_argument(
+        "--fault-rate",
+        type=_fault_rate,
+        action="append",
+        default=[],
+        metavar="KIND=P",
+        help="inject KIND with probability P per request, seeded (repeatable); "
+        f"kinds: {', '.join(FAULT_KINDS)}",
+    )
+    p.add_argument(
+        "--script",
+        type=_script_file,
+        default=[],
+        metavar="FILE",
+        help="request-matched fault rules: a JSON array or JSONL of rule objects",
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the fault draws (default 0)")
+    p.add_argument(
+        "--retry-after",
+        type=_bounded(float, 0),
+        default=1.0,
+        metavar="SECONDS",
+        help="Retry-After a 429 sends (default 1)",
+    )
+    p.add_argument(
+        "--stall-seconds",
+        type=_bounded(float, 0),
+        default=600.0,
+        metavar="S",
+        help="how long a stall hangs before answering (default 600)",
+    )
+    return p
+
+
+def _bounded(
+    kind: type[int] | type[float], low: float, high: float | None = None
+) -> Callable[[str], float]:
+    """An argparse type: a finite number of `kind` within [low, high]."""
+
+    def convert(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            wanted = "a whole number" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"expected {wanted}, got {text!r}") from None
+        if not math.isfinite(value) or value < low or (high is not None and value > high):
+            bounds = f">= {low:g}" if high is None else f"in {low:g}..{high:g}"
+            raise argparse.ArgumentTypeError(f"must be {bounds}, got {text!r}")
+        return value
+
+    convert.__name__ = kind.__name__  # argparse names the type in its messages
+    return convert
+
+
+def _fault_rate(text: str) -> tuple[FaultKind, float]:
+    try:
+        return parse_fault_rate(text)
+    except ScriptError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _script_file(text: str) -> list[ScriptRule]:
+    try:
+        return parse_script_text(Path(text).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {text}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise argparse.ArgumentTypeError(f"{text} is not UTF-8") from None
+    except ScriptError as exc:
+        raise argparse.ArgumentTypeError(f"{text}: {exc}") from None
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

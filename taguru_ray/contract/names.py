@@ -1,0 +1,61 @@
+"""Names of the files written per segment, and the source id a header carries.
+
+CONTRACT.md section 1: the output name is ``flatten(source)`` + ``-`` + the
+first 16 hex of sha256(source) + ``.jsonl``; the checkpoint, trace and
+attempts log share that stem. The hash keeps two inputs that flatten alike
+(``a/b.md`` and ``a__b.md``) apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+
+MAX_FLAT_BYTES = 120
+CUT_FLAT_BYTES = 96
+
+
+def flatten(source: str) -> str:
+    """Replace each ``/``, ``\\`` and ``:`` with ``__``; cut long names to ≤ 96 bytes."""
+    flat = source.replace("/", "__").replace("\\", "__").replace(":", "__")
+    encoded = flat.encode("utf-8")
+    if len(encoded) > MAX_FLAT_BYTES:
+        flat = encoded[:CUT_FLAT_BYTES].decode("utf-8", errors="ignore")
+    return flat
+
+
+def output_stem(source: str) -> str:
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+    return f"{flatten(source)}-{digest}"
+
+
+def output_name(source: str) -> str:
+    """The source file's name inside --out (also the trace's name)."""
+    return output_stem(source) + ".jsonl"
+
+
+def checkpoint_name(source: str) -> str:
+    return output_stem(source) + ".json"
+
+
+def attempts_name(source: str) -> str:
+    return output_stem(source) + ".attempts.jsonl"
+
+
+def file_stem(source: str) -> str:
+    """The file name minus its last extension: what ``--source-id ID/<stem>`` appends."""
+    base = posixpath.basename(source.replace("\\", "/"))
+    stem, dot, _ = base.rpartition(".")
+    return stem if dot and stem else base
+
+
+def written_id(source: str, source_id: str | None, several: bool) -> str:
+    """The id a header carries: the input path, ``ID``, or ``ID/<stem>`` for several segments."""
+    if source_id is None:
+        return source
+    return f"{source_id}/{file_stem(source)}" if several else source_id
+
+
+def join(out: str, name: str) -> str:
+    """`batch_path`: ``<--out>/<name>`` joined as the user wrote --out."""
+    return out + name if out.endswith("/") else f"{out}/{name}"

@@ -1,0 +1,80 @@
+"""The deterministic segment window (SPEC 4.2) and the ordered report.
+
+Segment *i* is prompted with the label vocabulary folded, in name order, from
+segments ``0 .. i-W`` and may start once those have finished; W = 1 is the
+reference's strictly sequential hand-off. `SegmentWindow` keeps the low-water
+mark (the first unfinished segment) and the fold; `OrderedReport` prints each
+segment's lines in name order, whatever order segments finish in, so a log
+reads the same on every run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from taguru_ray.pipeline.steer import Contribution, LabelLedger, LabelUse
+
+LazyContribution = Contribution | Callable[[], Contribution]
+
+
+@dataclass
+class SegmentWindow:
+    width: int
+    low_water: int = 0  # every segment below this index has finished
+    _finished: dict[int, LazyContribution] = field(default_factory=dict)
+    _ledger: LabelLedger = field(default_factory=LabelLedger)
+    _folded: int = 0  # segments 0 .. _folded-1 are in the ledger
+    _changed: asyncio.Condition | None = None
+
+    def _condition(self) -> asyncio.Condition:
+        if self._changed is None:
+            self._changed = asyncio.Condition()
+        return self._changed
+
+    async def finish(self, index: int, contribution: LazyContribution) -> None:
+        """Record a finished segment (written, skipped or failed) and what it offers."""
+        async with self._condition():
+            self._finished[index] = contribution
+            while self.low_water in self._finished:
+                self.low_water += 1
+            self._condition().notify_all()
+
+    async def wait_eligible(self, index: int) -> None:
+        """Wait until segments 0 .. index-W have all finished."""
+        async with self._condition():
+            await self._condition().wait_for(lambda: self.low_water >= index - self.width + 1)
+
+    def vocabulary_for(self, index: int) -> tuple[LabelUse, ...]:
+        """The fold of segments 0 .. index-W.
+
+        Call once `index` is eligible, in increasing index order: the ledger only
+        grows, so the driver dispatches segments in name order.
+        """
+        upto = max(index - self.width + 1, 0)
+        if upto < self._folded:
+            raise RuntimeError(f"vocabulary asked for segment {index} after a later one")
+        while self._folded < upto:
+            contribution = self._finished.pop(self._folded)
+            self._ledger.absorb(contribution() if callable(contribution) else contribution)
+            self._folded += 1
+        return self._ledger.ranked()
+
+
+@dataclass
+class OrderedReport:
+    """Buffers each segment's lines and releases them in index order."""
+
+    emit_out: Callable[[str], None]
+    emit_err: Callable[[str], None]
+    next_index: int = 0
+    _pending: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+
+    def add(self, index: int, lines: list[tuple[str, str]]) -> None:
+        """`lines` are (stream, text) pairs, stream being "out" or "err"."""
+        self._pending[index] = lines
+        while self.next_index in self._pending:
+            for stream, text in self._pending.pop(self.next_index):
+                (self.emit_out if stream == "out" else self.emit_err)(text)
+            self.next_index += 1

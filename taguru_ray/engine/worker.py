@@ -1,0 +1,101 @@
+"""Segment workers: async Ray actors that each run whole segments.
+
+A worker owns an httpx client (request and answer bodies travel worker ↔
+endpoint, never through another actor), runs a segment's pure steps and its
+chunk completions, and writes that segment's checkpoint, attempts log, trace
+and source file — one writer per segment. Many segments share one worker
+concurrently; the gateway's permits, not the workers, bound the load on the
+endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import ray
+
+from taguru_ray.contract.records import Record
+from taguru_ray.engine.recorder import StoreRecorder
+from taguru_ray.engine.segment import SegmentJob, SegmentOutcome, extract_segment
+from taguru_ray.llm.client import ChatClient
+from taguru_ray.llm.gateway import GatewayAdmission
+from taguru_ray.settings import Settings
+from taguru_ray.store.logs import Sidecar
+from taguru_ray.store.outdir import OutDir
+
+
+@ray.remote(num_cpus=0, max_concurrency=10_000)
+class SegmentWorker:
+    def __init__(
+        self, settings: Settings, run_id: str, gateway: Any, diagnostics: Any | None
+    ) -> None:
+        self._settings = settings
+        self._run_id = run_id
+        self._admission = GatewayAdmission(gateway)
+        self._diagnostics = diagnostics
+        self._out = OutDir(settings.out)
+        self._client: ChatClient | None = None
+
+    def _chat(self) -> ChatClient:
+        # Created on first use, inside the actor's event loop that will drive it.
+        if self._client is None:
+            limits = httpx.Limits(max_connections=self._settings.max_inflight,
+                                  max_keepalive_connections=self._settings.max_inflight)
+            http = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(None))
+            assert self._settings.url is not None
+            self._client = ChatClient(
+                http,
+                self._settings.url,
+                self._settings.model,
+                api_key=self._settings.api_key,
+                timeout_secs=self._settings.timeout_secs,
+                admission=self._admission,
+            )
+        return self._client
+
+    async def run(self, job: SegmentJob) -> SegmentOutcome:
+        pending: list[Any] = []
+
+        def emit(records: list[Record]) -> None:
+            if self._diagnostics is not None:
+                pending.append(self._diagnostics.write.remote(records))
+
+        recorder = StoreRecorder(
+            self._out,
+            job.source,
+            trace_attempts=self._settings.trace_attempts,
+            sidecar=emit if self._diagnostics is not None else None,
+            sidecar_path=self._settings.diagnostics_out,
+        )
+        try:
+            return await extract_segment(
+                job,
+                self._settings,
+                self._run_id,
+                self._chat().complete,
+                self._admission.next_attempt_seq,
+                recorder,
+            )
+        finally:
+            recorder.close()
+            # The driver closes the sidecar after the last segment returns: every
+            # record this segment sent must have landed by then.
+            if pending:
+                await asyncio.gather(*pending)
+
+
+@ray.remote(num_cpus=0, max_concurrency=1)
+class DiagnosticsWriter:
+    """The single writer of the run's --diagnostics-out sidecar (ordered per caller)."""
+
+    def __init__(self, path: str, run_id: str) -> None:
+        self._sidecar = Sidecar(path)
+        self._sidecar.write([{"type": "run", "run_id": run_id}])
+
+    def write(self, records: list[Record]) -> None:
+        self._sidecar.write(records)
+
+    def close(self) -> None:
+        self._sidecar.close()

@@ -1,0 +1,31 @@
+"""Errors a user can cause, typed by the exit code they end the run with.
+
+Exit codes are decided here and nowhere else: 0 every segment written or
+skipped, 1 some segment failed or a startup I/O problem, 2 a usage error,
+130 a cooperative stop.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class TaguruRayError(Exception):
+    """Base of every error the CLI turns into a message and an exit code."""
+
+    exit_code = EXIT_FAILED
+
+
+class UsageError(TaguruRayError):
+    """A flag, variable or argument is wrong; the message names it and the fix."""
+
+    exit_code = EXIT_USAGE
+
+
+class StartupError(TaguruRayError):
+    """The run cannot start (unwritable --out, a held lock, …); nothing was changed."""
+
+    exit_code = EXIT_FAILED

@@ -1,0 +1,244 @@
+"""An async OpenAI-compatible chat-completions client on httpx.
+
+One `complete` call is one extraction attempt: it may make up to four HTTP
+tries under the transport policy (`retry.py`), each holding an in-flight
+permit from the run's admission control while it is on the wire — a try
+waiting out its backoff holds none. What comes back is a `Completion`, never
+an exception: the caller classifies it into an attempt state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import httpx
+
+from taguru_ray.llm.retry import (
+    TRANSPORT_TRIES,
+    CompletionTimeout,
+    RetryableStatus,
+    parse_retry_after,
+    transport_retrying,
+)
+
+Message = dict[str, str]
+
+
+@dataclass(frozen=True)
+class CompletionRequest:
+    messages: list[Message]
+    max_tokens: int | None = None
+    response_format: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What one attempt got back.
+
+    `outcome` is ``answer`` when a well-formed HTTP 200 arrived (its content
+    may still be empty, cut off or refused), ``timeout`` or ``transport``
+    when none did within the retry budget (then `error` says why).
+    """
+
+    outcome: Literal["answer", "timeout", "transport"]
+    text: str | None = None
+    finish_reason: str | None = None
+    refusal: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    transport_retries: int = 0
+    elapsed_seconds: float = 0.0
+    error: str | None = None
+    status: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a finished HTTP try reports back to admission control."""
+
+    outcome: str  # ok | http_<status> | timeout | transport
+    latency_seconds: float
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class Admission(Protocol):
+    """Run-wide admission control: a permit per HTTP request on the wire."""
+
+    async def acquire(self) -> None: ...
+
+    async def release(self, usage: Usage) -> None: ...
+
+
+class Unlimited:
+    """Admission for tests and single-process use: never waits."""
+
+    async def acquire(self) -> None:
+        return None
+
+    async def release(self, usage: Usage) -> None:
+        return None
+
+
+class FatalStatus(Exception):
+    """A 4xx other than 429: the request itself is wrong; retrying cannot help."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"HTTP {status}: {body}")
+        self.status = status
+
+
+def endpoint_url(url: str) -> str:
+    """TAGURU_EXTRACT_URL names the /chat/completions endpoint; a bare base URL
+    (``…/v1``) is completed so Ollama- and vLLM-style base URLs work as typed."""
+    stripped = url.rstrip("/")
+    return stripped if stripped.endswith("/chat/completions") else stripped + "/chat/completions"
+
+
+class ChatClient:
+    """Completions against one endpoint with one model."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        url: str,
+        model: str,
+        *,
+        api_key: str | None,
+        timeout_secs: float,
+        admission: Admission | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._http = http
+        self._url = endpoint_url(url)
+        self._model = model
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._timeout = timeout_secs or None
+        self._admission = admission or Unlimited()
+        self._clock = clock
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        body: dict[str, Any] = {
+            "model": self._model,
+            "temperature": 0,
+            "messages": request.messages,
+        }
+        if request.response_format is not None:
+            body["response_format"] = request.response_format
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        started = self._clock()
+        tries = 0
+        try:
+            async for attempt in transport_retrying():
+                with attempt:
+                    tries += 1
+                    payload = await self._post(body)
+        except FatalStatus as error:
+            return self._failed("transport", str(error), tries, started, error.status)
+        except CompletionTimeout:
+            limit = f"{self._timeout:g} s" if self._timeout else "the time budget"
+            message = (
+                f"timed out after {limit} (TAGURU_EXTRACT_TIMEOUT_SECS) on each of "
+                f"{tries} tries"
+            )
+            return self._failed("timeout", message, tries, started)
+        except RetryableStatus as error:
+            message = f"{error} (after {tries} tries)"
+            return self._failed("transport", message, tries, started, error.status)
+        except httpx.TransportError as error:
+            message = f"{type(error).__name__}: {error or 'connection failed'} (after {tries} tries)"
+            return self._failed("transport", message, tries, started)
+        return self._answer(payload, tries, started)
+
+    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        await self._admission.acquire()
+        began = self._clock()
+        usage = Usage("transport", 0.0)
+        try:
+            async with asyncio.timeout(self._timeout):
+                response = await self._http.post(self._url, json=body, headers=self._headers)
+            usage = Usage(f"http_{response.status_code}", self._clock() - began)
+            if response.status_code == 429 or response.status_code >= 500:
+                retry_after = parse_retry_after(response.headers.get("retry-after"))
+                raise RetryableStatus(response.status_code, _excerpt(response.text), retry_after)
+            if response.status_code >= 400:
+                raise FatalStatus(response.status_code, _excerpt(response.text))
+            try:
+                payload = response.json()
+            except ValueError:
+                raise FatalStatus(response.status_code, "the body is not JSON") from None
+            if not isinstance(payload, dict):
+                raise FatalStatus(response.status_code, "the body is not a JSON object")
+            tokens = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+            usage = Usage(
+                "ok",
+                self._clock() - began,
+                _int(tokens.get("prompt_tokens")) or 0,
+                _int(tokens.get("completion_tokens")) or 0,
+            )
+            return payload
+        except TimeoutError:
+            usage = Usage("timeout", self._clock() - began)
+            raise CompletionTimeout() from None
+        finally:
+            await self._admission.release(usage)
+
+    def _failed(
+        self, outcome: Literal["timeout", "transport"], error: str, tries: int, started: float,
+        status: int | None = None,
+    ) -> Completion:
+        return Completion(
+            outcome=outcome,
+            transport_retries=max(tries - 1, 0),
+            elapsed_seconds=self._clock() - started,
+            error=error,
+            status=status,
+        )
+
+    def _answer(self, payload: dict[str, Any], tries: int, started: float) -> Completion:
+        choices = payload.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices else {}
+        choice = choice if isinstance(choice, dict) else {}
+        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        content = message.get("content")
+        refusal = message.get("refusal")
+        usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+        return Completion(
+            outcome="answer",
+            text=content if isinstance(content, str) else None,
+            finish_reason=choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None,
+            refusal=refusal if isinstance(refusal, str) and refusal else None,
+            input_tokens=_int(usage.get("prompt_tokens")),
+            output_tokens=_int(usage.get("completion_tokens")),
+            total_tokens=_int(usage.get("total_tokens")),
+            transport_retries=tries - 1,
+            elapsed_seconds=self._clock() - started,
+        )
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _excerpt(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+__all__ = [
+    "TRANSPORT_TRIES",
+    "Admission",
+    "ChatClient",
+    "Completion",
+    "CompletionRequest",
+    "Unlimited",
+    "Usage",
+    "endpoint_url",
+]

@@ -1,0 +1,70 @@
+"""The transport retry policy of seed 000, said once as tenacity values.
+
+4 tries in all on 429, 5xx and transport errors (timeouts included on the
+legacy path); between them a full-jitter exponential backoff, 1 s doubling to
+a 30 s ceiling, so concurrent callers do not wake in lockstep. A 429 that
+carries ``Retry-After`` in delta-seconds waits exactly that (clamped to 30 s):
+the server's own instruction beats a guess. Any other 4xx fails at once.
+"""
+
+from __future__ import annotations
+
+import httpx
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_random_exponential,
+)
+
+TRANSPORT_TRIES = 4
+BACKOFF_CEILING_SECONDS = 30.0
+
+_full_jitter = wait_random_exponential(multiplier=1, max=BACKOFF_CEILING_SECONDS)
+
+
+class RetryableStatus(Exception):
+    """A 429 or 5xx answer: worth another try."""
+
+    def __init__(self, status: int, body: str, retry_after: float | None) -> None:
+        super().__init__(f"HTTP {status}: {body}")
+        self.status = status
+        self.body = body
+        self.retry_after = retry_after
+
+
+class CompletionTimeout(Exception):
+    """The completion ran past TAGURU_EXTRACT_TIMEOUT_SECS."""
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Delta-seconds only; an HTTP-date (or anything else) falls back to the backoff."""
+    if value is None:
+        return None
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def _wait(state: RetryCallState) -> float:
+    error = state.outcome.exception() if state.outcome else None
+    if isinstance(error, RetryableStatus) and error.status == 429 and error.retry_after is not None:
+        return min(error.retry_after, BACKOFF_CEILING_SECONDS)
+    return _full_jitter(state)
+
+
+def _retryable(error: BaseException) -> bool:
+    return isinstance(error, (RetryableStatus, httpx.TransportError, CompletionTimeout))
+
+
+def transport_retrying() -> AsyncRetrying:
+    """A fresh retrying controller for one completion attempt."""
+    return AsyncRetrying(
+        stop=stop_after_attempt(TRANSPORT_TRIES),
+        wait=_wait,
+        retry=retry_if_exception(_retryable),
+        reraise=True,
+    )

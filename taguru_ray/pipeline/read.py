@@ -1,0 +1,71 @@
+"""The `read` step: a segment's bytes become its text, hash and paragraphs.
+
+Pure: the engine fetches the bytes (local path or fsspec URL) and hands them
+here; a refusal is a value the engine reports for this segment alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from taguru_ray.contract.items import MAX_PASSAGE_BYTES
+from taguru_ray.text.paragraphs import Paragraph, split_paragraphs
+
+BOM = "\ufeff"
+BOM_BYTES = BOM.encode("utf-8")
+
+
+class SegmentRefused(ValueError):
+    """The segment cannot be extracted as it is; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One input file as the pipeline sees it.
+
+    `source` is the input path exactly as given (a directory joined with the
+    file name, never canonicalised); `sha256` hashes the text after the BOM
+    strip, which is what the manifest compares.
+    """
+
+    source: str
+    text: str
+    sha256: str
+    paragraphs: tuple[Paragraph, ...] = field(repr=False)
+
+    @property
+    def bytes(self) -> int:
+        return len(self.text.encode("utf-8"))
+
+
+def read_segment(source: str, data: bytes) -> Segment:
+    """Decode, check the cap, strip one leading BOM and split into paragraphs."""
+    text = decode_segment(data)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return Segment(source, text, digest, tuple(split_paragraphs(text)))
+
+
+def decode_segment(data: bytes) -> str:
+    """The segment's text: size-checked first (the caller may hand a truncated read of a
+    huge file), then UTF-8 decoded, one leading BOM stripped."""
+    size = len(data) - (len(BOM_BYTES) if data.startswith(BOM_BYTES) else 0)
+    if size > MAX_PASSAGE_BYTES:
+        raise SegmentRefused(
+            f"over the {MAX_PASSAGE_BYTES}-byte (8 MiB) segment cap — its passage could not "
+            "fit in a source file; split the segment"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SegmentRefused(
+            f"not valid UTF-8 (byte {error.start}: {error.reason}) — re-encode the file as UTF-8"
+        ) from None
+    return text[1:] if text.startswith(BOM) else text
+
+
+def segment_sha256(data: bytes) -> str:
+    """The manifest's hash of a segment, without splitting its paragraphs."""
+    decode_segment(data)  # the same refusals as a read, so a skip never hides one
+    body = data[len(BOM_BYTES) :] if data.startswith(BOM_BYTES) else data
+    return hashlib.sha256(body).hexdigest()

@@ -1,0 +1,68 @@
+"""The `steer` step: what taguru-ray itself offers the model before it answers.
+
+For now that is the relation-label vocabulary: the labels earlier segments of
+the run settled on, most-reused first, so one run converges on one set of
+labels instead of minting synonyms per file. A label's count is the number of
+associations that used it plus the label aliases that settled on it as their
+canonical. The fold over segments is `LabelLedger`; which segments feed it
+(``0 .. i-W``) is the engine's business, the fold itself is pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from taguru_ray.contract.items import Alias, Association
+
+# Offered labels are capped so the block stays a small, stable part of the prompt.
+VOCABULARY_CAP = 200
+
+
+@dataclass(frozen=True)
+class LabelUse:
+    label: str
+    count: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"label": self.label, "count": self.count}
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """What one finished segment hands to later segments: its label uses, in first-use order."""
+
+    labels: tuple[LabelUse, ...] = ()
+
+    @staticmethod
+    def of(associations: Iterable[Association], aliases: Iterable[Alias]) -> Contribution:
+        counts: dict[str, int] = {}
+        for association in associations:
+            counts[association.label] = counts.get(association.label, 0) + 1
+        for alias in aliases:
+            if alias.kind == "label":
+                counts[alias.canonical] = counts.get(alias.canonical, 0) + 1
+        return Contribution(tuple(LabelUse(label, n) for label, n in counts.items()))
+
+
+@dataclass
+class LabelLedger:
+    """The label counts folded from segments in name order; ties keep first-seen order."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def absorb(self, contribution: Contribution) -> None:
+        for use in contribution.labels:
+            self.counts[use.label] = self.counts.get(use.label, 0) + use.count
+
+    def ranked(self, cap: int = VOCABULARY_CAP) -> tuple[LabelUse, ...]:
+        """Most-reused first; among equals the label seen first (sort is stable)."""
+        ordered = sorted(self.counts.items(), key=lambda item: -item[1])
+        return tuple(LabelUse(label, count) for label, count in ordered[:cap])
+
+
+def render_vocabulary(vocabulary: tuple[LabelUse, ...]) -> str:
+    """The prompt lines of the label block; ``(×N)`` marks a label used more than once."""
+    return "\n".join(
+        f"- {use.label} (×{use.count})" if use.count > 1 else f"- {use.label}" for use in vocabulary
+    )

@@ -1,0 +1,472 @@
+"""Flags, ``TAGURU_EXTRACT_*`` variables and ``--config`` resolved into one Settings.
+
+Precedence is flag over environment over ``--config FILE`` over the default,
+for every knob (seed 000). Each knob is declared once in `KNOBS` with the flag
+and the variable that set it, the parser both share and whether a non-default
+value is built yet: a feature that is not built is refused with a usage error,
+never parsed and ignored. The compute inputs — what the manifest and the
+checkpoints compare — are derived from a Settings in `compute_inputs`, the one
+place that knows them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from taguru_ray.contract.items import MAX_DESCRIPTION_BYTES, MAX_NAME_BYTES, MAX_TAG_BYTES, MAX_TAGS
+from taguru_ray.errors import UsageError
+from taguru_ray.pipeline.plan import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
+
+# Our prompts are our own words, so our prompt version must never equal one the
+# reference writes: a manifest entry from `taguru extract` is not our answer.
+PROMPT_VERSION = 101
+
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+TRUE_WORDS = {"1", "true", "yes", "on"}
+FALSE_WORDS = {"0", "false", "no", "off", ""}
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ValueError(f"needs an integer of at least {minimum}, got {text!r}") from None
+        if value < minimum:
+            raise ValueError(f"needs an integer of at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _int_between(low: int, high: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ValueError(f"takes {low}..={high}, got {text!r}") from None
+        if not low <= value <= high:
+            raise ValueError(f"takes {low}..={high}, got {value}")
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ValueError(f"needs a number of seconds (0 = unlimited), got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"needs a finite number of seconds of at least 0, got {text!r}")
+    return value
+
+
+def _boolish(text: str) -> bool:
+    word = text.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise ValueError(f"takes 1/true/yes/on or 0/false/no/off, got {text!r}")
+
+
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in choices:
+            raise ValueError(f"takes one of {', '.join(choices)}, got {text!r}")
+        return text
+
+    return parse
+
+
+def _text(text: str) -> str:
+    return text
+
+
+def _trace_attempts(text: str) -> bool:
+    # Seed 000: off/0/false/no disables the attempts log; anything else keeps it.
+    return text.strip().lower() not in {"off", "0", "false", "no"}
+
+
+def _redact(text: str) -> str:
+    word = text.strip().lower()
+    if word in FALSE_WORDS:
+        return ""
+    if word in TRUE_WORDS or word == "both":
+        return "both"
+    if word in {"secrets", "pii"}:
+        return word
+    raise ValueError(f"takes 1/true (both groups), secrets, pii or 0/false, got {text!r}")
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One setting: where it may come from, how it parses, and whether it is built."""
+
+    field: str
+    flag: str | None
+    env: str | None
+    parse: Callable[[str], Any]
+    default: Any
+    built: bool = True
+    what: str = ""  # for "not supported yet": the feature's name
+
+
+KNOBS: tuple[Knob, ...] = (
+    Knob("url", None, "TAGURU_EXTRACT_URL", _text, None),
+    Knob("model", None, "TAGURU_EXTRACT_MODEL", _text, None),
+    Knob("api_key", None, "TAGURU_EXTRACT_API_KEY", _text, None),
+    Knob("timeout_secs", None, "TAGURU_EXTRACT_TIMEOUT_SECS", _seconds, 300.0),
+    Knob("parallel", "--parallel", "TAGURU_EXTRACT_PARALLEL", _int_at_least(1), 1),
+    Knob("max_attempts", None, "TAGURU_EXTRACT_MAX_ATTEMPTS", _int_between(1, 10), 2),
+    Knob(
+        "corrective_context_bytes",
+        None,
+        "TAGURU_EXTRACT_CORRECTIVE_CONTEXT_BYTES",
+        _int_at_least(0),
+        None,
+    ),
+    Knob("chunk_bytes", "--chunk-bytes", "TAGURU_EXTRACT_CHUNK_BYTES", _int_at_least(MIN_CHUNK_BYTES),
+         DEFAULT_CHUNK_BYTES),
+    Knob("trace_attempts", None, "TAGURU_EXTRACT_TRACE_ATTEMPTS", _trace_attempts, True),
+    Knob("diagnostics_out", "--diagnostics-out", "TAGURU_EXTRACT_DIAGNOSTICS", _text, None),
+    Knob("diagnostics_raw_bytes", None, "TAGURU_EXTRACT_DIAGNOSTICS_RAW_BYTES", _int_at_least(0), 0),
+    # Not built yet: accepted at their default, refused otherwise.
+    Knob("fact_budget", "--fact-budget", "TAGURU_EXTRACT_FACT_BUDGET", _int_at_least(0), 0,
+         built=False, what="--fact-budget"),
+    Knob("questions", "--questions", None, _int_between(1, 8), 0, built=False,
+         what="--questions (doc2query)"),
+    Knob("structured_output", "--structured-output", "TAGURU_EXTRACT_STRUCTURED_OUTPUT",
+         _choice("auto", "json-schema", "json-object", "off"), "off", built=False,
+         what="--structured-output"),
+    Knob("max_output_tokens", "--max-output-tokens", "TAGURU_EXTRACT_MAX_OUTPUT_TOKENS",
+         _int_at_least(1), 0, built=False, what="--max-output-tokens (the escalation ladder)"),
+    Knob("escalation_factor", None, "TAGURU_EXTRACT_ESCALATION_FACTOR", _int_at_least(0), 2,
+         built=False, what="the escalation ladder (TAGURU_EXTRACT_ESCALATION_FACTOR)"),
+    Knob("runaway_ratio", None, "TAGURU_EXTRACT_RUNAWAY_RATIO", _int_at_least(0), 8,
+         built=False, what="runaway judgment (TAGURU_EXTRACT_RUNAWAY_RATIO)"),
+    Knob("chunk_context", "--chunk-context", "TAGURU_EXTRACT_CHUNK_CONTEXT",
+         _choice("off", "structure", "overview", "ingested"), "off", built=False,
+         what="--chunk-context"),
+    Knob("lossy", "--lossy", "TAGURU_EXTRACT_LOSSY", _boolish, False, built=False, what="--lossy"),
+    Knob("candidates", "--candidates", "TAGURU_EXTRACT_CANDIDATES", _boolish, False, built=False,
+         what="--candidates"),
+    Knob("redact", "--redact", "TAGURU_EXTRACT_REDACT", _redact, "", built=False, what="--redact"),
+    Knob("redact_rules", "--redact-rules", "TAGURU_EXTRACT_REDACT_RULES", _text, None, built=False,
+         what="--redact-rules"),
+    Knob("vocabulary", "--vocabulary", "TAGURU_EXTRACT_VOCABULARY", _text, None, built=False,
+         what="--vocabulary"),
+    Knob("coverage", "--coverage", "TAGURU_EXTRACT_COVERAGE", _boolish, False, built=False,
+         what="--coverage"),
+    Knob("schema", "--schema", "TAGURU_EXTRACT_SCHEMA", _text, None, built=False, what="--schema"),
+    Knob("replay", "--replay", "TAGURU_EXTRACT_REPLAY", _choice("auto", "strict", "off"), "off",
+         built=False, what="--replay"),
+    Knob("replay_from", "--replay-from", "TAGURU_EXTRACT_REPLAY_FROM", _text, None, built=False,
+         what="--replay-from"),
+    Knob("resume_from", "--resume-from", None, _text, None, built=False, what="--resume-from"),
+    # Ray and scale.
+    Knob("segment_window", "--segment-window", "TAGURU_RAY_SEGMENT_WINDOW", _int_at_least(1), 8),
+    Knob("max_inflight", "--max-inflight", "TAGURU_RAY_MAX_INFLIGHT", _int_at_least(1), 32),
+    Knob("workers", "--workers", "TAGURU_RAY_WORKERS", _int_at_least(1), 2),
+    Knob("address", "--address", "RAY_ADDRESS", _text, None),
+)
+KNOB_BY_FIELD = {knob.field: knob for knob in KNOBS}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything one `extract` invocation settled on. Immutable; safe to ship to workers."""
+
+    paths: tuple[str, ...]
+    out: str
+    context: str
+    model: str
+    url: str | None
+    api_key: str | None = field(default=None, repr=False)
+    name: str | None = None
+    description: str | None = None
+    source_id: str | None = None
+    date: int | None = None
+    tags: tuple[str, ...] = ()
+    no_passage: bool = False
+    dry_run: bool = False
+    force: bool = False
+    timeout_secs: float = 300.0
+    parallel: int = 1
+    max_attempts: int = 2
+    corrective_context_bytes: int | None = None
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    trace_attempts: bool = True
+    diagnostics_out: str | None = None
+    diagnostics_raw_bytes: int = 0
+    fact_budget: int = 0
+    questions: int = 0
+    structured_output: str = "off"
+    max_output_tokens: int = 0
+    escalation_factor: int = 2
+    runaway_ratio: int = 8
+    chunk_context: str = "off"
+    lossy: bool = False
+    candidates: bool = False
+    redact: str = ""
+    redact_rules: str | None = None
+    vocabulary: str | None = None
+    coverage: bool = False
+    schema: str | None = None
+    replay: str = "off"
+    replay_from: str | None = None
+    resume_from: str | None = None
+    segment_window: int = 8
+    max_inflight: int = 32
+    workers: int = 2
+    address: str | None = None
+
+    def redacted_repr(self) -> str:
+        """For logs: every field but the key (which `repr` already leaves out)."""
+        return repr(self)
+
+
+def read_config_file(path: str) -> dict[str, str]:
+    """Read ``KEY=VALUE`` lines (``#`` comments, blank lines, optional ``export``, quotes)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError as error:
+        raise UsageError(f"--config {path}: cannot read it ({error.strerror})") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--config {path}: not UTF-8 text") from None
+    values: dict[str, str] = {}
+    for number, raw in enumerate(lines, start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export ") :].lstrip()
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            raise UsageError(f"--config {path}: line {number}: expected KEY=VALUE, got {raw!r}")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        values[key] = value
+    return values
+
+
+def parse_date(text: str) -> int:
+    """``YYYY-MM-DD`` (UTC midnight) or positive epoch-second digits."""
+    if text.isdigit():
+        seconds = int(text)
+        if seconds > 0:
+            return seconds
+        raise ValueError("takes YYYY-MM-DD (UTC midnight) or positive epoch seconds")
+    try:
+        day = _dt.date.fromisoformat(text) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text) else None
+    except ValueError:
+        day = None
+    if day is None:
+        raise ValueError("takes YYYY-MM-DD (UTC midnight) or positive epoch seconds")
+    seconds = int(_dt.datetime(day.year, day.month, day.day, tzinfo=_dt.UTC).timestamp())
+    if seconds <= 0:
+        raise ValueError("takes a date after 1970-01-01 or positive epoch seconds")
+    return seconds
+
+
+def resolve_settings(flags: Mapping[str, Any], environ: Mapping[str, str]) -> Settings:
+    """Merge parsed flags (None = not given), the environment and ``--config``.
+
+    `flags` holds the raw strings argparse collected (booleans for switch
+    flags), keyed by Settings field, plus `paths`, `out`, `context`, `name`,
+    `description`, `source_id`, `date`, `tags`, `no_passage`, `dry_run`,
+    `force` and `config`.
+    """
+    config_path = flags.get("config") or environ.get("TAGURU_CONFIG")
+    config = read_config_file(config_path) if config_path else {}
+    values: dict[str, Any] = {}
+    for knob in KNOBS:
+        values[knob.field] = _resolve_knob(knob, flags, environ, config)
+    _check_source_flags(flags)
+    if not values["model"]:
+        raise UsageError(
+            "TAGURU_EXTRACT_MODEL is not set — export the model name your endpoint serves "
+            "(it is a compute input the manifest records)"
+        )
+    if not values["url"] and not flags.get("dry_run"):
+        raise UsageError(
+            "TAGURU_EXTRACT_URL is not set — export your OpenAI-compatible endpoint, e.g. "
+            "TAGURU_EXTRACT_URL=http://127.0.0.1:8000/v1/chat/completions"
+        )
+    return Settings(
+        paths=tuple(flags["paths"]),
+        out=flags["out"],
+        context=flags["context"],
+        name=flags.get("name"),
+        description=flags.get("description"),
+        source_id=flags.get("source_id"),
+        date=parse_date(flags["date"]) if flags.get("date") else None,
+        tags=tuple(dict.fromkeys(flags.get("tags") or ())),
+        no_passage=bool(flags.get("no_passage")),
+        dry_run=bool(flags.get("dry_run")),
+        force=bool(flags.get("force")),
+        **values,
+    )
+
+
+def _resolve_knob(
+    knob: Knob, flags: Mapping[str, Any], environ: Mapping[str, str], config: Mapping[str, str]
+) -> Any:
+    raw = flags.get(knob.field)
+    where = knob.flag
+    if raw is None and knob.env:
+        if knob.env in environ:
+            raw, where = environ[knob.env], knob.env
+        elif knob.env in config:
+            raw, where = config[knob.env], f"{knob.env} (from --config)"
+    if raw is None:
+        return knob.default
+    if isinstance(raw, bool):
+        value: Any = raw
+    else:
+        try:
+            value = knob.parse(raw)
+        except ValueError as error:
+            raise UsageError(f"{where}: {error}") from None
+    if not knob.built and value != knob.default and value not in (None, "", False):
+        raise UsageError(
+            f"{where}: {knob.what or knob.field} is not supported yet by this version of "
+            "taguru-ray — remove it to run"
+        )
+    return value
+
+
+def _check_source_flags(flags: Mapping[str, Any]) -> None:
+    """The checks on --context/--name/--description/--source-id/--date/--tag (seed 000)."""
+    context = flags.get("context")
+    if not context:
+        raise UsageError("--context ID is required: the target context's lowercase UUID")
+    if not UUID_RE.match(context):
+        hint = " (write it in lowercase)" if UUID_RE.match(context.lower()) else ""
+        raise UsageError(
+            f"--context {context!r}: not a lowercase hyphenated UUID{hint} — use the id column "
+            "of GET /contexts, or a fresh one from uuidgen alongside --name"
+        )
+    if not flags.get("out"):
+        raise UsageError("--out DIR is required: the folder (or fsspec URL) source files go to")
+    if not flags.get("paths"):
+        raise UsageError("no segments given: name one or more .md/.txt files or folders")
+    name, description = flags.get("name"), flags.get("description")
+    if description is not None and name is None:
+        raise UsageError("--description needs --name (it describes the context --name creates)")
+    if name is not None and (not name.strip() or len(name.encode()) > MAX_NAME_BYTES):
+        raise UsageError(f"--name must be 1..{MAX_NAME_BYTES} bytes and not blank")
+    if description is not None and len(description.encode()) > MAX_DESCRIPTION_BYTES:
+        raise UsageError(
+            f"--description of {len(description.encode())} bytes exceeds the "
+            f"{MAX_DESCRIPTION_BYTES}-byte cap"
+        )
+    source_id = flags.get("source_id")
+    if source_id is not None:
+        if not source_id.strip():
+            raise UsageError("--source-id must not be empty or whitespace")
+        if len(source_id.encode()) > MAX_NAME_BYTES:
+            raise UsageError(
+                f"--source-id of {len(source_id.encode())} bytes exceeds the "
+                f"{MAX_NAME_BYTES}-byte cap (the server's source-name cap)"
+            )
+    if flags.get("date"):
+        try:
+            parse_date(flags["date"])
+        except ValueError as error:
+            raise UsageError(f"--date {flags['date']!r}: {error}") from None
+    tags = list(dict.fromkeys(flags.get("tags") or ()))
+    for tag in tags:
+        if not tag.strip():
+            raise UsageError("--tag must not be empty")
+        if len(tag.encode()) > MAX_TAG_BYTES:
+            raise UsageError(f"--tag of {len(tag.encode())} bytes exceeds the {MAX_TAG_BYTES}-byte cap")
+    if len(tags) > MAX_TAGS:
+        raise UsageError(f"more than {MAX_TAGS} distinct --tag values; a source carries at most {MAX_TAGS}")
+    if flags.get("no_passage") and (flags.get("date") or tags):
+        raise UsageError(
+            "--date/--tag ride the passage line; --no-passage strips it — drop one or the other"
+        )
+
+
+def description_input(settings: Settings) -> str:
+    """The manifest's `description` field: --name and --description folded into one string.
+
+    Empty without --name, so entries written by default runs keep matching.
+    """
+    if settings.name is None:
+        return ""
+    return json.dumps([settings.name, settings.description or ""], ensure_ascii=False)
+
+
+def checkpoint_fingerprint(settings: Settings, segment_sha256: str) -> dict[str, Any]:
+    """The compute inputs a checkpoint file is bound to (CONTRACT section 3)."""
+    return {
+        "sha256": segment_sha256,
+        "model": settings.model,
+        "prompt_version": PROMPT_VERSION,
+        "context": settings.context,
+        "questions_n": settings.questions,
+        "no_passage": settings.no_passage,
+        "description": description_input(settings),
+        "fact_budget": settings.fact_budget,
+        "structured_output": "" if settings.structured_output == "off" else settings.structured_output,
+        "max_output_tokens": settings.max_output_tokens,
+        "escalation_factor": _escalation_input(settings),
+        "runaway_ratio": "" if settings.runaway_ratio == 8 else str(settings.runaway_ratio),
+        "chunk_bytes": "" if settings.chunk_bytes == DEFAULT_CHUNK_BYTES else str(settings.chunk_bytes),
+        "chunk_context": "" if settings.chunk_context == "off" else settings.chunk_context,
+        "lossy": settings.lossy,
+        "schema_digest": "",
+        "candidates": "seg1" if settings.candidates else "",
+        "redaction": "",
+        "vocabulary_digest": "",
+    }
+
+
+def _escalation_input(settings: Settings) -> str:
+    if not settings.max_output_tokens or settings.escalation_factor == 2:
+        return ""
+    return str(settings.escalation_factor)
+
+
+MANIFEST_FIELDS = (
+    "sha256", "model", "prompt_version", "context", "questions_n", "no_passage", "description",
+    "fact_budget", "structured_output", "max_output_tokens", "escalation_factor", "runaway_ratio",
+    "chunk_context", "chunk_bytes", "lossy", "schema_digest", "candidates", "redaction",
+    "vocabulary_digest", "source_id", "date", "tags", "output",
+)
+
+
+def compute_inputs(
+    settings: Settings, segment_sha256: str, written_id: str | None, output: str
+) -> dict[str, Any]:
+    """A manifest entry: the checkpoint fingerprint plus what names the written file."""
+    fingerprint = checkpoint_fingerprint(settings, segment_sha256)
+    fingerprint.update(
+        source_id=written_id if settings.source_id is not None else "",
+        date=settings.date or 0,
+        tags=list(settings.tags),
+        output=output,
+    )
+    return {key: fingerprint[key] for key in MANIFEST_FIELDS}
+
+
+def settings_record_fields(settings: Settings) -> dict[str, Any]:
+    """The attempts log's `settings` record body (a diagnostic snapshot, never a gate)."""
+    fingerprint = checkpoint_fingerprint(settings, "")
+    keys = (
+        "prompt_version", "model", "questions_n", "fact_budget", "structured_output",
+        "max_output_tokens", "chunk_bytes", "chunk_context", "lossy", "schema_digest",
+        "candidates", "redaction", "vocabulary_digest",
+    )
+    return {key: fingerprint[key] for key in keys}

@@ -1,0 +1,400 @@
+"""The simulator's HTTP server: an OpenAI-compatible endpoint on aiohttp.
+
+A request's life: parse and count it, decide its fault (script, then seeded
+rate), build its content, then wait for one of C generation slots (FIFO) and
+hold it for the service time `latency_ms + completion_tokens / tokens_per_s`
+(plus a stall) before answering. HTTP faults (429/5xx) answer at once and
+never take a slot, like a gateway rejecting in front of a busy model.
+
+Outcomes and tokens are counted when decided, not when the answer is sent,
+so a client that gives up on a stalled request still shows in `/stats`.
+The server runs with handler cancellation on: a client that disconnects
+frees its slot, as a real model server aborts an abandoned generation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import socket
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from taguru_ray.simulate.answers import (
+    answer,
+    content_text,
+    cut_utf8,
+    estimate_tokens,
+    first_user_turn,
+)
+from taguru_ray.simulate.faults import (
+    HTTP_FAULTS,
+    Fault,
+    FaultKind,
+    Script,
+    ScriptError,
+    ScriptRule,
+    completion_for,
+    parse_rules,
+    pick_rate_fault,
+)
+
+MODEL_ID = "taguru-sim"
+MAX_BODY_BYTES = 64 * 1024 * 1024  # aiohttp's 1 MiB default is below a big chunk
+SHUTDOWN_GRACE_SECONDS = 0.5  # stalled requests must not hold up a SIGTERM
+
+
+@dataclass(frozen=True)
+class SimulatorConfig:
+    """Everything `taguru-ray simulate` takes besides where to listen."""
+
+    slots: int = 8
+    latency_ms: float = 0.0
+    tokens_per_s: float = 0.0
+    fault_rates: Mapping[FaultKind, float] = field(default_factory=dict)
+    script: tuple[ScriptRule, ...] = ()
+    seed: int = 0
+    retry_after: float = 1.0
+    stall_seconds: float = 600.0
+
+    def service_seconds(self, completion_tokens: int) -> float:
+        """Time a request holds its slot: first token, then decoding."""
+        decode = completion_tokens / self.tokens_per_s if self.tokens_per_s > 0 else 0.0
+        return self.latency_ms / 1000.0 + decode
+
+
+class Slots:
+    """C concurrent generation slots with a strict FIFO queue beyond them.
+
+    Hand-rolled rather than `asyncio.Semaphore` so that queue order is exact
+    and the gauges (`in_flight`, `queued`, `max_in_flight`) are read where the
+    state changes. A released slot passes straight to the oldest waiter.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError(f"slots must be at least 1, got {capacity}")
+        self.capacity = capacity
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    @property
+    def queued(self) -> int:
+        return len(self._waiters)
+
+    async def __aenter__(self) -> None:
+        if self.in_flight < self.capacity and not self._waiters:
+            self._take()
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self._release()  # granted and abandoned in the same tick
+            else:
+                self._waiters.remove(waiter)
+            raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._release()
+
+    def _take(self) -> None:
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _release(self) -> None:
+        self.in_flight -= 1
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self._take()
+                waiter.set_result(None)
+                return
+
+
+@dataclass
+class Counters:
+    """What `/stats` reports besides the slot gauges; zeroed by a reset."""
+
+    requests: int = 0
+    by_outcome: Counter[str] = field(default_factory=Counter)
+    prompts: Counter[str] = field(default_factory=Counter)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class Simulator:
+    """The server's state: slots, script, the fault RNG and the counters."""
+
+    def __init__(self, config: SimulatorConfig) -> None:
+        self.config = config
+        self.slots = Slots(config.slots)
+        self.script = Script(config.script)
+        self.counters = Counters()
+        self._rng = random.Random(config.seed)
+        self._next_id = 0
+
+    def reset(self) -> None:
+        """Back to a fresh start (keeping the current script rules).
+
+        Counters, rule match counts and the fault RNG all restart, so the
+        same requests after a reset meet the same faults as after startup.
+        `max_in_flight` restarts from what is holding a slot right now.
+        """
+        self.counters = Counters()
+        self.script.reset_counters()
+        self._rng = random.Random(self.config.seed)
+        self.slots.max_in_flight = self.slots.in_flight
+
+    def stats(self) -> dict[str, Any]:
+        c = self.counters
+        return {
+            "requests": c.requests,
+            "by_outcome": dict(sorted(c.by_outcome.items())),
+            "in_flight": self.slots.in_flight,
+            "max_in_flight": self.slots.max_in_flight,
+            "queued": self.slots.queued,
+            "slots": self.slots.capacity,
+            "prompt_tokens": c.prompt_tokens,
+            "completion_tokens": c.completion_tokens,
+            "prompts": dict(sorted(c.prompts.items())),
+        }
+
+    def admit(self, user_turn: str | None) -> Fault | None:
+        """Count an arriving request and decide its fault."""
+        self.counters.requests += 1
+        if user_turn is not None:
+            self.counters.prompts[prompt_key(user_turn)] += 1
+        rated = pick_rate_fault(self.config.fault_rates, self._rng)
+        scripted = self.script.pick(user_turn or "")
+        return scripted or (Fault(rated) if rated else None)
+
+    def next_id(self) -> str:
+        self._next_id += 1
+        return f"chatcmpl-sim-{self._next_id}"
+
+
+def prompt_key(user_turn: str) -> str:
+    """The `/stats` `prompts` key: first 16 hex of sha256 of the user turn."""
+    return hashlib.sha256(user_turn.encode("utf-8")).hexdigest()[:16]
+
+
+SIMULATOR = web.AppKey("simulator", Simulator)
+
+
+def create_app(config: SimulatorConfig) -> web.Application:
+    """The aiohttp application with every route of SPEC section 6."""
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
+    app[SIMULATOR] = Simulator(config)
+    app.add_routes(
+        [
+            web.post("/v1/chat/completions", _chat_completions),
+            web.get("/v1/models", _models),
+            web.get("/stats", _stats),
+            web.post("/stats/reset", _reset),
+            web.get("/script", _get_script),
+            web.post("/script", _set_script),
+        ]
+    )
+    return app
+
+
+async def serve(
+    config: SimulatorConfig,
+    host: str,
+    port: int,
+    *,
+    on_ready: Callable[[str], None],
+    stop: asyncio.Event,
+) -> None:
+    """Listen on host:port, call `on_ready(base_url)`, serve until `stop` is set.
+
+    Binding our own socket is how `--port 0` learns the port it got. Raises
+    OSError when the address cannot be bound.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.create_server((host, port), family=family)
+    runner = web.AppRunner(
+        create_app(config),
+        access_log=None,
+        handler_cancellation=True,
+        shutdown_timeout=SHUTDOWN_GRACE_SECONDS,
+    )
+    await runner.setup()
+    try:
+        await web.SockSite(runner, sock).start()
+        bound = sock.getsockname()[1]
+        shown = f"[{host}]" if family == socket.AF_INET6 else host
+        on_ready(f"http://{shown}:{bound}/v1")
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+        sock.close()
+
+
+@dataclass(frozen=True)
+class _ChatRequest:
+    model: str
+    messages: list[dict[str, Any]]
+    max_tokens: int | None
+
+
+_NOT_JSON = object()
+
+
+def _parse_chat_request(body: object) -> _ChatRequest | str:
+    """The request, or the reason it is a 400."""
+    if body is _NOT_JSON:
+        return "the request body is not JSON"
+    if not isinstance(body, dict):
+        return "the request body must be a JSON object"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "'messages' is required and must be a non-empty array"
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            return f"messages[{i}] must be an object with a string 'role'"
+    cap = body.get("max_tokens", body.get("max_completion_tokens"))
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+        return f"'max_tokens' must be a whole number >= 1, got {json.dumps(cap)}"
+    model = body.get("model")
+    return _ChatRequest(model if isinstance(model, str) else MODEL_ID, messages, cap)
+
+
+async def _chat_completions(request: web.Request) -> web.Response:
+    sim = request.app[SIMULATOR]
+    try:
+        body: object = json.loads(await request.read())
+    except ValueError:
+        body = _NOT_JSON
+    parsed = _parse_chat_request(body)
+    if isinstance(parsed, str):
+        sim.counters.requests += 1
+        sim.counters.by_outcome["bad_request"] += 1
+        return _error(400, parsed, "invalid_request_error")
+
+    user_turn = first_user_turn(parsed.messages)
+    fault = sim.admit(user_turn)
+    if fault is not None and fault.kind in HTTP_FAULTS:
+        sim.counters.by_outcome[fault.kind] += 1
+        return _http_fault(fault, sim.config)
+
+    kind = fault.kind if fault else None
+    completion = completion_for(kind, answer(parsed.messages), user_turn or "")
+    content, finish_reason = completion.content, completion.finish_reason
+    if parsed.max_tokens is not None and estimate_tokens(content) > parsed.max_tokens:
+        content, finish_reason = cut_utf8(content or "", parsed.max_tokens * 4), "length"
+    outcome = kind or ("length" if finish_reason == "length" else "ok")
+    prompt_tokens = estimate_tokens(
+        "".join(content_text(m.get("content")) for m in parsed.messages)
+    )
+    completion_tokens = estimate_tokens(content)
+    sim.counters.by_outcome[outcome] += 1
+    sim.counters.prompt_tokens += prompt_tokens
+    sim.counters.completion_tokens += completion_tokens
+
+    async with sim.slots:
+        hold = _stall_seconds(fault, sim.config) + sim.config.service_seconds(completion_tokens)
+        if hold > 0:
+            await asyncio.sleep(hold)
+
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if finish_reason == "content_filter":
+        message["refusal"] = "The request was declined by the content filter (simulated)."
+    return web.json_response(
+        {
+            "id": sim.next_id(),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": parsed.model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+    )
+
+
+def _stall_seconds(fault: Fault | None, config: SimulatorConfig) -> float:
+    if fault is None or fault.kind != "stall":
+        return 0.0
+    return config.stall_seconds if fault.stall_seconds is None else fault.stall_seconds
+
+
+def _http_fault(fault: Fault, config: SimulatorConfig) -> web.Response:
+    if fault.kind == "429":
+        wait = config.retry_after if fault.retry_after is None else fault.retry_after
+        return _error(
+            429,
+            "Rate limit reached (simulated); retry after the Retry-After delay",
+            "rate_limit_error",
+            code="rate_limit_exceeded",
+            headers={"Retry-After": _format_seconds(wait)},
+        )
+    if fault.kind == "503":
+        return _error(503, "The model is overloaded (simulated)", "server_error", "overloaded")
+    return _error(500, "The server had an error (simulated)", "server_error", "internal_error")
+
+
+def _format_seconds(seconds: float) -> str:
+    """Whole seconds as an integer (the HTTP form), fractions as a decimal."""
+    return str(int(seconds)) if seconds == int(seconds) else f"{seconds:g}"
+
+
+def _error(
+    status: int,
+    message: str,
+    kind: str,
+    code: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> web.Response:
+    """An OpenAI-style error body."""
+    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return web.json_response(body, status=status, headers=headers)
+
+
+async def _models(request: web.Request) -> web.Response:
+    return web.json_response(
+        {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "owned_by": "taguru-ray"}]}
+    )
+
+
+async def _stats(request: web.Request) -> web.Response:
+    return web.json_response(request.app[SIMULATOR].stats())
+
+
+async def _reset(request: web.Request) -> web.Response:
+    sim = request.app[SIMULATOR]
+    sim.reset()
+    return web.json_response(sim.stats())
+
+
+async def _get_script(request: web.Request) -> web.Response:
+    rules = request.app[SIMULATOR].script.rules
+    return web.json_response([rule.to_json() for rule in rules])
+
+
+async def _set_script(request: web.Request) -> web.Response:
+    try:
+        rules = parse_rules(json.loads(await request.read()))
+    except ScriptError as exc:
+        return _error(400, str(exc), "invalid_request_error")
+    except ValueError:
+        return _error(
+            400, "the body is not JSON (expected an array of rules)", "invalid_request_error"
+        )
+    sim = request.app[SIMULATOR]
+    sim.script.replace(rules)
+    return web.json_response([rule.to_json() for rule in sim.script.rules])

@@ -1,0 +1,61 @@
+"""The segments a run reads: positional paths expanded, local or fsspec URLs.
+
+A file argument is taken as it is; a folder contributes its regular ``*.md``
+and ``*.txt`` files (case-sensitive, not recursive), sorted by name. The
+*source* of a segment is the path string as seen — the folder as typed joined
+with the file name, never canonicalised — because it names the segment in the
+header, the manifest and every record.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator
+
+import fsspec
+
+from taguru_ray.contract.items import MAX_PASSAGE_BYTES
+from taguru_ray.errors import UsageError
+
+SEGMENT_SUFFIXES = (".md", ".txt")
+# Read at most this much: enough to tell an over-cap segment apart without
+# reading all of it (a leading BOM does not count against the cap).
+READ_LIMIT = MAX_PASSAGE_BYTES + 4
+
+
+def _join(folder: str, name: str) -> str:
+    return folder + name if folder.endswith("/") else f"{folder}/{name}"
+
+
+def expand(paths: tuple[str, ...] | list[str]) -> list[str]:
+    """Every segment source, in argument order, folders expanded in name order."""
+    sources: list[str] = []
+    for path in paths:
+        fs, root = fsspec.core.url_to_fs(path)
+        if fs.isdir(root):
+            names = sorted(
+                posixpath.basename(str(entry["name"]).rstrip("/"))
+                for entry in fs.ls(root, detail=True)
+                if entry.get("type") == "file"
+            )
+            found = [_join(path, name) for name in names if name.endswith(SEGMENT_SUFFIXES)]
+            if not found:
+                raise UsageError(
+                    f"{path}: the folder holds no .md or .txt files — name files or another folder"
+                )
+            sources.extend(found)
+        elif fs.exists(root):
+            sources.append(path)
+        else:
+            raise UsageError(f"{path}: no such file or folder")
+    return sources
+
+
+def read_source(source: str) -> bytes:
+    """A segment's bytes, at most READ_LIMIT of them; OSError when unreadable."""
+    with fsspec.open(source, "rb") as handle:
+        return handle.read(READ_LIMIT)
+
+
+def iter_sources(paths: tuple[str, ...] | list[str]) -> Iterator[str]:
+    yield from expand(paths)

@@ -1,0 +1,65 @@
+"""One run per --out: the advisory ``.extract.lock``.
+
+On a local disk the lock is an ``flock`` on the lock file, held for the whole
+run by the driver process: the kernel drops it the moment that process dies,
+however it dies, so a killed driver's lock never blocks the rerun. The file
+keeps the holder's pid and host only to name it in the refusal.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+from typing import IO
+
+from taguru_ray.errors import StartupError
+from taguru_ray.store.outdir import LOCK, OutDir
+
+
+class OutLock:
+    def __init__(self, out: OutDir) -> None:
+        self._out = out
+        self._handle: IO[str] | None = None
+
+    def acquire(self) -> None:
+        path = self._out.local_path(LOCK)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        handle = open(path, "a+", encoding="utf-8")  # noqa: SIM115 - held for the run
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = _describe(handle.read())
+            handle.close()
+            raise StartupError(
+                f"output directory {self._out.url} is held by another taguru-ray process "
+                f"({holder}) — wait for it to finish or stop it; one run per --out at a time"
+            ) from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
+        handle.flush()
+        self._handle = handle
+
+    def release(self) -> None:
+        if self._handle is not None:
+            fcntl.flock(self._handle.fileno(), fcntl.LOCK_UN)
+            self._handle.close()
+            self._handle = None
+
+    def __enter__(self) -> OutLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def _describe(text: str) -> str:
+    try:
+        holder = json.loads(text)
+        return f"pid {holder['pid']} on {holder['host']}"
+    except (ValueError, KeyError, TypeError):
+        return "holder unknown"
