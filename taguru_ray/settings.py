@@ -132,43 +132,139 @@ KNOBS: tuple[Knob, ...] = (
         _int_at_least(0),
         None,
     ),
-    Knob("chunk_bytes", "--chunk-bytes", "TAGURU_EXTRACT_CHUNK_BYTES", _int_at_least(MIN_CHUNK_BYTES),
-         DEFAULT_CHUNK_BYTES),
+    Knob(
+        "chunk_bytes",
+        "--chunk-bytes",
+        "TAGURU_EXTRACT_CHUNK_BYTES",
+        _int_at_least(MIN_CHUNK_BYTES),
+        DEFAULT_CHUNK_BYTES,
+    ),
     Knob("trace_attempts", None, "TAGURU_EXTRACT_TRACE_ATTEMPTS", _trace_attempts, True),
     Knob("diagnostics_out", "--diagnostics-out", "TAGURU_EXTRACT_DIAGNOSTICS", _text, None),
-    Knob("diagnostics_raw_bytes", None, "TAGURU_EXTRACT_DIAGNOSTICS_RAW_BYTES", _int_at_least(0), 0),
+    Knob(
+        "diagnostics_raw_bytes", None, "TAGURU_EXTRACT_DIAGNOSTICS_RAW_BYTES", _int_at_least(0), 0
+    ),
     # Not built yet: accepted at their default, refused otherwise.
-    Knob("fact_budget", "--fact-budget", "TAGURU_EXTRACT_FACT_BUDGET", _int_at_least(0), 0,
-         built=False, what="--fact-budget"),
-    Knob("questions", "--questions", None, _int_between(1, 8), 0, built=False,
-         what="--questions (doc2query)"),
-    Knob("structured_output", "--structured-output", "TAGURU_EXTRACT_STRUCTURED_OUTPUT",
-         _choice("auto", "json-schema", "json-object", "off"), "off", built=False,
-         what="--structured-output"),
-    Knob("max_output_tokens", "--max-output-tokens", "TAGURU_EXTRACT_MAX_OUTPUT_TOKENS",
-         _int_at_least(1), 0, built=False, what="--max-output-tokens (the escalation ladder)"),
-    Knob("escalation_factor", None, "TAGURU_EXTRACT_ESCALATION_FACTOR", _int_at_least(0), 2,
-         built=False, what="the escalation ladder (TAGURU_EXTRACT_ESCALATION_FACTOR)"),
-    Knob("runaway_ratio", None, "TAGURU_EXTRACT_RUNAWAY_RATIO", _int_at_least(0), 8,
-         built=False, what="runaway judgment (TAGURU_EXTRACT_RUNAWAY_RATIO)"),
-    Knob("chunk_context", "--chunk-context", "TAGURU_EXTRACT_CHUNK_CONTEXT",
-         _choice("off", "structure", "overview", "ingested"), "off", built=False,
-         what="--chunk-context"),
+    Knob(
+        "fact_budget",
+        "--fact-budget",
+        "TAGURU_EXTRACT_FACT_BUDGET",
+        _int_at_least(0),
+        0,
+        built=False,
+        what="--fact-budget",
+    ),
+    Knob(
+        "questions",
+        "--questions",
+        None,
+        _int_between(1, 8),
+        0,
+        built=False,
+        what="--questions (doc2query)",
+    ),
+    Knob(
+        "structured_output",
+        "--structured-output",
+        "TAGURU_EXTRACT_STRUCTURED_OUTPUT",
+        _choice("auto", "json-schema", "json-object", "off"),
+        "off",
+        built=False,
+        what="--structured-output",
+    ),
+    Knob(
+        "max_output_tokens",
+        "--max-output-tokens",
+        "TAGURU_EXTRACT_MAX_OUTPUT_TOKENS",
+        _int_at_least(1),
+        0,
+        built=False,
+        what="--max-output-tokens (the escalation ladder)",
+    ),
+    Knob(
+        "escalation_factor",
+        None,
+        "TAGURU_EXTRACT_ESCALATION_FACTOR",
+        _int_at_least(0),
+        2,
+        built=False,
+        what="the escalation ladder (TAGURU_EXTRACT_ESCALATION_FACTOR)",
+    ),
+    Knob(
+        "runaway_ratio",
+        None,
+        "TAGURU_EXTRACT_RUNAWAY_RATIO",
+        _int_at_least(0),
+        8,
+        built=False,
+        what="runaway judgment (TAGURU_EXTRACT_RUNAWAY_RATIO)",
+    ),
+    Knob(
+        "chunk_context",
+        "--chunk-context",
+        "TAGURU_EXTRACT_CHUNK_CONTEXT",
+        _choice("off", "structure", "overview", "ingested"),
+        "off",
+        built=False,
+        what="--chunk-context",
+    ),
     Knob("lossy", "--lossy", "TAGURU_EXTRACT_LOSSY", _boolish, False, built=False, what="--lossy"),
-    Knob("candidates", "--candidates", "TAGURU_EXTRACT_CANDIDATES", _boolish, False, built=False,
-         what="--candidates"),
+    Knob(
+        "candidates",
+        "--candidates",
+        "TAGURU_EXTRACT_CANDIDATES",
+        _boolish,
+        False,
+        built=False,
+        what="--candidates",
+    ),
     Knob("redact", "--redact", "TAGURU_EXTRACT_REDACT", _redact, "", built=False, what="--redact"),
-    Knob("redact_rules", "--redact-rules", "TAGURU_EXTRACT_REDACT_RULES", _text, None, built=False,
-         what="--redact-rules"),
-    Knob("vocabulary", "--vocabulary", "TAGURU_EXTRACT_VOCABULARY", _text, None, built=False,
-         what="--vocabulary"),
-    Knob("coverage", "--coverage", "TAGURU_EXTRACT_COVERAGE", _boolish, False, built=False,
-         what="--coverage"),
+    Knob(
+        "redact_rules",
+        "--redact-rules",
+        "TAGURU_EXTRACT_REDACT_RULES",
+        _text,
+        None,
+        built=False,
+        what="--redact-rules",
+    ),
+    Knob(
+        "vocabulary",
+        "--vocabulary",
+        "TAGURU_EXTRACT_VOCABULARY",
+        _text,
+        None,
+        built=False,
+        what="--vocabulary",
+    ),
+    Knob(
+        "coverage",
+        "--coverage",
+        "TAGURU_EXTRACT_COVERAGE",
+        _boolish,
+        False,
+        built=False,
+        what="--coverage",
+    ),
     Knob("schema", "--schema", "TAGURU_EXTRACT_SCHEMA", _text, None, built=False, what="--schema"),
-    Knob("replay", "--replay", "TAGURU_EXTRACT_REPLAY", _choice("auto", "strict", "off"), "off",
-         built=False, what="--replay"),
-    Knob("replay_from", "--replay-from", "TAGURU_EXTRACT_REPLAY_FROM", _text, None, built=False,
-         what="--replay-from"),
+    Knob(
+        "replay",
+        "--replay",
+        "TAGURU_EXTRACT_REPLAY",
+        _choice("auto", "strict", "off"),
+        "off",
+        built=False,
+        what="--replay",
+    ),
+    Knob(
+        "replay_from",
+        "--replay-from",
+        "TAGURU_EXTRACT_REPLAY_FROM",
+        _text,
+        None,
+        built=False,
+        what="--replay-from",
+    ),
     Knob("resume_from", "--resume-from", None, _text, None, built=False, what="--resume-from"),
     # Ray and scale.
     Knob("segment_window", "--segment-window", "TAGURU_RAY_SEGMENT_WINDOW", _int_at_least(1), 8),
@@ -389,9 +485,13 @@ def _check_source_flags(flags: Mapping[str, Any]) -> None:
         if not tag.strip():
             raise UsageError("--tag must not be empty")
         if len(tag.encode()) > MAX_TAG_BYTES:
-            raise UsageError(f"--tag of {len(tag.encode())} bytes exceeds the {MAX_TAG_BYTES}-byte cap")
+            raise UsageError(
+                f"--tag of {len(tag.encode())} bytes exceeds the {MAX_TAG_BYTES}-byte cap"
+            )
     if len(tags) > MAX_TAGS:
-        raise UsageError(f"more than {MAX_TAGS} distinct --tag values; a source carries at most {MAX_TAGS}")
+        raise UsageError(
+            f"more than {MAX_TAGS} distinct --tag values; a source carries at most {MAX_TAGS}"
+        )
     if flags.get("no_passage") and (flags.get("date") or tags):
         raise UsageError(
             "--date/--tag ride the passage line; --no-passage strips it — drop one or the other"
@@ -419,11 +519,15 @@ def checkpoint_fingerprint(settings: Settings, segment_sha256: str) -> dict[str,
         "no_passage": settings.no_passage,
         "description": description_input(settings),
         "fact_budget": settings.fact_budget,
-        "structured_output": "" if settings.structured_output == "off" else settings.structured_output,
+        "structured_output": ""
+        if settings.structured_output == "off"
+        else settings.structured_output,
         "max_output_tokens": settings.max_output_tokens,
         "escalation_factor": _escalation_input(settings),
         "runaway_ratio": "" if settings.runaway_ratio == 8 else str(settings.runaway_ratio),
-        "chunk_bytes": "" if settings.chunk_bytes == DEFAULT_CHUNK_BYTES else str(settings.chunk_bytes),
+        "chunk_bytes": ""
+        if settings.chunk_bytes == DEFAULT_CHUNK_BYTES
+        else str(settings.chunk_bytes),
         "chunk_context": "" if settings.chunk_context == "off" else settings.chunk_context,
         "lossy": settings.lossy,
         "schema_digest": "",
@@ -440,10 +544,29 @@ def _escalation_input(settings: Settings) -> str:
 
 
 MANIFEST_FIELDS = (
-    "sha256", "model", "prompt_version", "context", "questions_n", "no_passage", "description",
-    "fact_budget", "structured_output", "max_output_tokens", "escalation_factor", "runaway_ratio",
-    "chunk_context", "chunk_bytes", "lossy", "schema_digest", "candidates", "redaction",
-    "vocabulary_digest", "source_id", "date", "tags", "output",
+    "sha256",
+    "model",
+    "prompt_version",
+    "context",
+    "questions_n",
+    "no_passage",
+    "description",
+    "fact_budget",
+    "structured_output",
+    "max_output_tokens",
+    "escalation_factor",
+    "runaway_ratio",
+    "chunk_context",
+    "chunk_bytes",
+    "lossy",
+    "schema_digest",
+    "candidates",
+    "redaction",
+    "vocabulary_digest",
+    "source_id",
+    "date",
+    "tags",
+    "output",
 )
 
 
@@ -465,8 +588,18 @@ def settings_record_fields(settings: Settings) -> dict[str, Any]:
     """The attempts log's `settings` record body (a diagnostic snapshot, never a gate)."""
     fingerprint = checkpoint_fingerprint(settings, "")
     keys = (
-        "prompt_version", "model", "questions_n", "fact_budget", "structured_output",
-        "max_output_tokens", "chunk_bytes", "chunk_context", "lossy", "schema_digest",
-        "candidates", "redaction", "vocabulary_digest",
+        "prompt_version",
+        "model",
+        "questions_n",
+        "fact_budget",
+        "structured_output",
+        "max_output_tokens",
+        "chunk_bytes",
+        "chunk_context",
+        "lossy",
+        "schema_digest",
+        "candidates",
+        "redaction",
+        "vocabulary_digest",
     )
     return {key: fingerprint[key] for key in keys}

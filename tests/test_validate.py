@@ -12,6 +12,7 @@ from taguru_ray.pipeline.validate import (
     Rules,
     collect_issues,
     format_corrective_issues,
+    item_issues,
     normalise,
 )
 from tests.anchor import fixture_names, load_fixture, requires_anchor
@@ -321,6 +322,18 @@ def test_issues_come_in_walk_order() -> None:
         "questions[0].paragraph: must cite a paragraph below 2, got 5",
         "questions[0].question: empty",
     ]
+
+
+def test_item_issues_judges_one_element_for_the_mechanical_pass() -> None:
+    assert item_issues("associations", 3, {**ASSOCIATION, "weight": 0}, RULES) == [
+        "associations[3].weight: expected finite non-zero number, got 0"
+    ]
+    assert item_issues("aliases", 1, "x", RULES) == [
+        'aliases[1]: expected an object, got string "x"'
+    ]
+    assert item_issues("questions", 0, QUESTION, RULES) == []
+    with pytest.raises(ValueError, match="nope"):
+        item_issues("nope", 0, {}, RULES)
 
 
 # -- the stored form ---------------------------------------------------------------------

@@ -34,8 +34,13 @@ UNBUILT_FLAGS = {
 class _Once(argparse.Action):
     """Store a value, refusing a second occurrence of the same flag."""
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
         if getattr(namespace, self.dest) is not None:
             parser.error(f"{option_string} given twice")
         setattr(namespace, self.dest, values)
@@ -55,8 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
     add("--context", action=_Once, metavar="ID", help="target context, a lowercase UUID (required)")
     add("--name", action=_Once, help="attach a create block naming the context")
     add("--description", action=_Once, metavar="TEXT", help="the create block's description")
-    add("--source-id", dest="source_id", action=_Once, metavar="ID",
-        help="write ID (or ID/<stem> for several segments) as the header's source")
+    add(
+        "--source-id",
+        dest="source_id",
+        action=_Once,
+        metavar="ID",
+        help="write ID (or ID/<stem> for several segments) as the header's source",
+    )
     add("--date", action=_Once, metavar="WHEN", help="YYYY-MM-DD or epoch seconds, on the passage")
     add("--tag", dest="tags", action="append", metavar="TAG", help="tag the source (repeatable)")
     add("--no-passage", dest="no_passage", action="store_true", help="omit the body text")
@@ -64,10 +74,20 @@ def build_parser() -> argparse.ArgumentParser:
     add("--force", action="store_true", help="re-extract segments the manifest calls unchanged")
     add("--config", action=_Once, metavar="FILE", help="read KEY=VALUE environment from FILE")
     add("--parallel", action=_Once, metavar="N", help="chunk completions at once per segment")
-    add("--chunk-bytes", dest="chunk_bytes", action=_Once, metavar="N",
-        help="segment bytes per model call (default 24576, at least 512)")
-    add("--diagnostics-out", dest="diagnostics_out", action=_Once, metavar="FILE",
-        help="write a JSONL sidecar of run/chunk/attempt/segment records")
+    add(
+        "--chunk-bytes",
+        dest="chunk_bytes",
+        action=_Once,
+        metavar="N",
+        help="segment bytes per model call (default 24576, at least 512)",
+    )
+    add(
+        "--diagnostics-out",
+        dest="diagnostics_out",
+        action=_Once,
+        metavar="FILE",
+        help="write a JSONL sidecar of run/chunk/attempt/segment records",
+    )
     add("--questions", action=_Once, metavar="N")
     add("--fact-budget", dest="fact_budget", action=_Once, metavar="N")
     add("--structured-output", dest="structured_output", action=_Once, metavar="MODE")
@@ -85,12 +105,23 @@ def build_parser() -> argparse.ArgumentParser:
     add("--resume-from", dest="resume_from", action=_Once, metavar="STEP")
     ray = parser.add_argument_group("Ray and scale")
     ray.add_argument("--address", action=_Once, help="a Ray cluster to join (default: start one)")
-    ray.add_argument("--segment-window", dest="segment_window", action=_Once, metavar="W",
-                     help="segment i sees labels of segments 0..i-W (default 8; 1 = sequential)")
-    ray.add_argument("--max-inflight", dest="max_inflight", action=_Once, metavar="N",
-                     help="completions in flight across the whole run (default 32)")
-    ray.add_argument("--workers", action=_Once, metavar="N",
-                     help="segment worker actors (default 2)")
+    ray.add_argument(
+        "--segment-window",
+        dest="segment_window",
+        action=_Once,
+        metavar="W",
+        help="segment i sees labels of segments 0..i-W (default 8; 1 = sequential)",
+    )
+    ray.add_argument(
+        "--max-inflight",
+        dest="max_inflight",
+        action=_Once,
+        metavar="N",
+        help="completions in flight across the whole run (default 32)",
+    )
+    ray.add_argument(
+        "--workers", action=_Once, metavar="N", help="segment worker actors (default 2)"
+    )
     return parser
 
 
@@ -119,8 +150,10 @@ def parse_flags(argv: Sequence[str]) -> dict[str, Any]:
     for token in argv:
         flag = token.split("=", 1)[0]
         if flag in UNBUILT_FLAGS:
-            parser.error(f"{flag}: {UNBUILT_FLAGS[flag]} is not supported yet by this version of "
-                         "taguru-ray — remove it to run")
+            parser.error(
+                f"{flag}: {UNBUILT_FLAGS[flag]} is not supported yet by this version of "
+                "taguru-ray — remove it to run"
+            )
     namespace = parser.parse_args(_normalise_redact(argv))
     return vars(namespace)
 
@@ -139,6 +172,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"{ERROR_PREFIX}{error}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
-        print(f"{ERROR_PREFIX}interrupted — chunk checkpoints saved; rerun to resume",
-              file=sys.stderr)
+        print(
+            f"{ERROR_PREFIX}interrupted — chunk checkpoints saved; rerun to resume", file=sys.stderr
+        )
         return EXIT_INTERRUPTED

@@ -129,13 +129,13 @@ def schema_errors(value: object) -> list[str]:
     finding, in the issue walk's order: associations → aliases → questions,
     indices ascending, fields in schema order, unknown properties last.
     """
-    findings: list[tuple[list[str | int], str]] = []
-    for error in _VALIDATOR.iter_errors(value):
-        for finding in _findings(error):
-            if finding not in findings:
-                findings.append(finding)
-    findings.sort(key=lambda finding: _sort_key(finding[0]))
-    return [f"{_json_path(path)}: {message}" for path, message in findings]
+    findings = {
+        (tuple(path), message)
+        for error in _VALIDATOR.iter_errors(value)
+        for path, message in _findings(error)
+    }
+    ordered = sorted(findings, key=lambda finding: (_sort_key(finding[0]), finding[1]))
+    return [f"{_json_path(path)}: {message}" for path, message in ordered]
 
 
 def _findings(error: ValidationError) -> Iterator[tuple[list[str | int], str]]:

@@ -70,13 +70,20 @@ def new_run_id() -> str:
     return secrets.token_hex(8)
 
 
-def _scan(settings: Settings, index: int, source: str, several: bool,
-          seen_ids: set[str]) -> Scanned:
+def _scan(
+    settings: Settings, index: int, source: str, several: bool, seen_ids: set[str]
+) -> Scanned:
     ident = written_id(source, settings.source_id, several)
     if ident in seen_ids:
-        return Scanned(index, source, ident, refusal=(
-            f"writes the same source id {ident!r} as an earlier segment of this run — "
-            "give the segments distinct file stems or run them separately"))
+        return Scanned(
+            index,
+            source,
+            ident,
+            refusal=(
+                f"writes the same source id {ident!r} as an earlier segment of this run — "
+                "give the segments distinct file stems or run them separately"
+            ),
+        )
     seen_ids.add(ident)
     try:
         data = read_source(source)
@@ -133,8 +140,11 @@ def dry_run(settings: Settings, console: Console) -> int:
         segment = read_segment(source, scanned.data)
         chunks = plan_chunks(segment.paragraphs, settings.chunk_bytes)
         fingerprint = checkpoint_fingerprint(settings, segment.sha256)
-        reusable = 0 if settings.force else count_reusable(
-            out, source, fingerprint, [chunk.sha256 for chunk in chunks])
+        reusable = (
+            0
+            if settings.force
+            else count_reusable(out, source, fingerprint, [chunk.sha256 for chunk in chunks])
+        )
         extra = f", {reusable} reusable from checkpoint" if reusable else ""
         console.out(
             f"{source}: would extract ({segment.bytes} bytes, {len(chunks)} chunk(s){extra}) "
@@ -186,7 +196,9 @@ def extract(settings: Settings, console: Console) -> int:
 
 
 class _Run:
-    def __init__(self, settings: Settings, console: Console, out: OutDir, sources: list[str]) -> None:
+    def __init__(
+        self, settings: Settings, console: Console, out: OutDir, sources: list[str]
+    ) -> None:
         self.settings = settings
         self.console = console
         self.out = out
@@ -220,7 +232,8 @@ class _Run:
         tasks: list[asyncio.Task[None]] = []
         for index, source in enumerate(self.sources):
             scanned = await asyncio.to_thread(
-                _scan, settings, index, source, len(self.sources) > 1, seen)
+                _scan, settings, index, source, len(self.sources) > 1, seen
+            )
             if scanned.refusal or scanned.inputs is None or scanned.data is None:
                 await self._failed_before_start(index, source, scanned.refusal or "unreadable")
                 continue
@@ -228,11 +241,13 @@ class _Run:
                 self.tally.unchanged += 1
                 self.report.add(index, [("out", _skip_line(source))])
                 await self.window.finish(
-                    index, _existing_contribution(self.out, scanned.inputs["output"]))
+                    index, _existing_contribution(self.out, scanned.inputs["output"])
+                )
                 continue
             await self.window.wait_eligible(index)
-            job = SegmentJob(index, source, scanned.data, scanned.written_id,
-                             self.window.vocabulary_for(index))
+            job = SegmentJob(
+                index, source, scanned.data, scanned.written_id, self.window.vocabulary_for(index)
+            )
             tasks.append(asyncio.create_task(self._extract(job)))
         await asyncio.gather(*tasks)
         if diagnostics is not None:
@@ -254,9 +269,15 @@ class _Run:
         try:
             outcome: SegmentOutcome = await worker.run.remote(job)
         except ray.exceptions.RayError as error:
-            outcome = SegmentOutcome(job.index, job.source, "failed", notes=[
-                f"{FAILURE_PREFIX}{job.source}: the worker running it failed ({error}) — "
-                "rerun to resume from its checkpoint"])
+            outcome = SegmentOutcome(
+                job.index,
+                job.source,
+                "failed",
+                notes=[
+                    f"{FAILURE_PREFIX}{job.source}: the worker running it failed ({error}) — "
+                    "rerun to resume from its checkpoint"
+                ],
+            )
         lines = [("err", note) for note in outcome.notes]
         if outcome.status == "written" and outcome.inputs is not None:
             await asyncio.to_thread(self._record, job.source, outcome.inputs)

@@ -101,7 +101,9 @@ def _judge(completion: Completion, rules: Rules) -> _Verdict:
     issues = tuple(collect_issues(parsed.value, rules))
     state = "length_limited" if cut_off else "stop_valid"
     parse_error = "the answer was cut off at the output limit" if cut_off else None
-    return _Verdict(state, parse_error=parse_error, issues=issues, value=parsed.value, cut_off=cut_off)
+    return _Verdict(
+        state, parse_error=parse_error, issues=issues, value=parsed.value, cut_off=cut_off
+    )
 
 
 async def extract_piece(
@@ -136,7 +138,9 @@ async def extract_piece(
                 verdict.parse_error or "", cut_off=verdict.cut_off, fact_budget=policy.fact_budget
             )
         else:
-            ask = validation_ask(format_corrective_issues(list(verdict.issues)), len(verdict.issues))
+            ask = validation_ask(
+                format_corrective_issues(list(verdict.issues)), len(verdict.issues)
+            )
         messages = spec.conversation.corrective(completion.text or "", ask, policy.replay_cap)
         corrects = this
         attempt += 1
@@ -147,7 +151,8 @@ def _fail_if_final(verdict: _Verdict, attempt: int, max_attempts: int, empty_use
         raise PieceFailed(verdict.parse_error or verdict.state)
     if verdict.refusal:
         raise PieceFailed(
-            f"{verdict.parse_error} — a policy refusal is terminal; no corrective turn argues with it"
+            f"{verdict.parse_error} — a policy refusal is terminal; "
+            "no corrective turn argues with it"
         )
     if verdict.empty and empty_used:
         raise PieceFailed(

@@ -105,7 +105,9 @@ class _Run:
     next_seq: NextSeq
     system_logged: bool = False
     completions: int = 0
-    failures: dict[int, tuple[str, str]] = field(default_factory=dict)  # chunk -> (piece clause, msg)
+    failures: dict[int, tuple[str, str]] = field(
+        default_factory=dict
+    )  # chunk -> (piece clause, msg)
 
 
 async def extract_segment(
@@ -129,8 +131,18 @@ async def extract_segment(
     if note:
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {note}")
     chunks = plan_chunks(segment.paragraphs, settings.chunk_bytes)
-    run = _Run(job, settings, run_id, segment, chunks, system_prompt(job.vocabulary), units,
-               recorder, complete, next_seq)
+    run = _Run(
+        job,
+        settings,
+        run_id,
+        segment,
+        chunks,
+        system_prompt(job.vocabulary),
+        units,
+        recorder,
+        complete,
+        next_seq,
+    )
     await recorder.begin(_head_records(run), fresh=not units)
     await recorder.sidecar([_chunk_record(job.source, chunk) for chunk in chunks])
     accepted = await _run_chunks(run)
@@ -163,8 +175,13 @@ async def extract_segment(
 
 def _head_records(run: _Run) -> list[Record]:
     return [
-        {"type": "segment", "run_id": run.run_id, "source": run.job.source,
-         "segment_sha256": run.segment.sha256, "resumed": bool(run.units)},
+        {
+            "type": "segment",
+            "run_id": run.run_id,
+            "source": run.job.source,
+            "segment_sha256": run.segment.sha256,
+            "resumed": bool(run.units),
+        },
         {"type": "settings", **settings_record_fields(run.settings)},
     ]
 
@@ -181,17 +198,27 @@ async def _run_chunks(run: _Run) -> dict[int, tuple[str, PieceOutput, Record | N
             piece_id = chunk.sha256
             unit = run.units.get(piece_id)
             if unit is not None:
-                results[chunk.index] = (piece_id, PieceOutput.from_json(unit["output"]),
-                                        unit.get("attempt"), True)
+                results[chunk.index] = (
+                    piece_id,
+                    PieceOutput.from_json(unit["output"]),
+                    unit.get("attempt"),
+                    True,
+                )
                 return
             try:
                 accepted = await _extract(run, chunk, piece_id)
             except PieceFailed as failure:
                 run.failures[chunk.index] = (_piece_clause(chunk), str(failure))
                 return
-            unit = {"chunk_index": chunk.index, "attempt": accepted.attempt,
-                    "output": accepted.output.to_json(), "user": _user(run, chunk),
-                    "answer": accepted.answer, "removed": [], "unparsed": []}
+            unit = {
+                "chunk_index": chunk.index,
+                "attempt": accepted.attempt,
+                "output": accepted.output.to_json(),
+                "user": _user(run, chunk),
+                "answer": accepted.answer,
+                "removed": [],
+                "unparsed": [],
+            }
             await run.recorder.save_unit(piece_id, unit)
             run.units[piece_id] = unit
             results[chunk.index] = (piece_id, accepted.output, accepted.attempt, False)
@@ -207,18 +234,29 @@ def _user(run: _Run, chunk: Chunk) -> str:
 async def _extract(run: _Run, chunk: Chunk, piece_id: str) -> Accepted:
     if not run.system_logged:
         run.system_logged = True
-        await run.recorder.log({"type": "system", "sha256": system_sha256(run.system),
-                                "bytes": len(run.system.encode("utf-8")), "content": run.system})
+        await run.recorder.log(
+            {
+                "type": "system",
+                "sha256": system_sha256(run.system),
+                "bytes": len(run.system.encode("utf-8")),
+                "content": run.system,
+            }
+        )
     spec = PieceSpec(
         piece_id=piece_id,
         chunk_index=chunk.index,
         source=run.job.source,
         conversation=Conversation(run.system, _user(run, chunk)),
-        rules=Rules(paragraph_count=len(run.segment.paragraphs),
-                    questions_cap=run.settings.questions),
+        rules=Rules(
+            paragraph_count=len(run.segment.paragraphs), questions_cap=run.settings.questions
+        ),
     )
-    policy = LoopPolicy(run.settings.max_attempts, run.settings.corrective_context_bytes,
-                        run.settings.fact_budget, run.run_id)
+    policy = LoopPolicy(
+        run.settings.max_attempts,
+        run.settings.corrective_context_bytes,
+        run.settings.fact_budget,
+        run.run_id,
+    )
 
     async def on_attempt(record: Record) -> None:
         run.completions += 1
@@ -229,7 +267,8 @@ async def _extract(run: _Run, chunk: Chunk, piece_id: str) -> Accepted:
 
 
 def _write(
-    run: _Run, accepted: dict[int, tuple[str, PieceOutput, Record | None, bool]],
+    run: _Run,
+    accepted: dict[int, tuple[str, PieceOutput, Record | None, bool]],
     inputs: dict[str, Any],
 ) -> tuple[Extraction, bytes, bytes]:
     """merge → render → verify, and the trace that describes them."""
@@ -256,13 +295,23 @@ def _trace_records(
 ) -> list[Record]:
     batch_path = join(run.settings.out, output_name(run.job.source))
     records: list[Record] = [
-        {"type": "segment", "run_id": run.run_id, "source": run.job.source,
-         "segment_sha256": run.segment.sha256, "batch_path": batch_path,
-         "chunk_total": len(run.chunks)},
-        {"type": "steering", "chunk_index": None, "candidates": [],
-         "system_sha256": system_sha256(run.system),
-         "vocabulary": [use.to_json() for use in run.job.vocabulary],
-         "context_names": [], "schema": None},
+        {
+            "type": "segment",
+            "run_id": run.run_id,
+            "source": run.job.source,
+            "segment_sha256": run.segment.sha256,
+            "batch_path": batch_path,
+            "chunk_total": len(run.chunks),
+        },
+        {
+            "type": "steering",
+            "chunk_index": None,
+            "candidates": [],
+            "system_sha256": system_sha256(run.system),
+            "vocabulary": [use.to_json() for use in run.job.vocabulary],
+            "context_names": [],
+            "schema": None,
+        },
     ]
     records.extend(_chunk_record(run.job.source, chunk, trace=True) for chunk in run.chunks)
     by_index = {chunk.index: chunk for chunk in run.chunks}
@@ -271,20 +320,32 @@ def _trace_records(
         piece_id, _, attempt, _ = accepted[index]
         chunk = by_index[index]
         attempt_of[piece_id] = attempt
-        records.append({
-            "type": "piece", "piece_id": piece_id, "chunk_index": index,
-            "chunk_sha256": chunk.sha256, "piece_bytes": chunk.bytes,
-            "paragraph_first": chunk.paragraph_first, "paragraph_last": chunk.paragraph_last,
-            "reused": attempt is None or attempt.get("run_id") != run.run_id,
-            "attempt": attempt,
-        })
+        records.append(
+            {
+                "type": "piece",
+                "piece_id": piece_id,
+                "chunk_index": index,
+                "chunk_sha256": chunk.sha256,
+                "piece_bytes": chunk.bytes,
+                "paragraph_first": chunk.paragraph_first,
+                "paragraph_last": chunk.paragraph_last,
+                "reused": attempt is None or attempt.get("run_id") != run.run_id,
+                "attempt": attempt,
+            }
+        )
     records.extend(items)
     piece_text = {chunk.sha256: chunk.text for chunk in run.chunks}
     paragraphs = run.segment.paragraphs
     for loss in extraction.losses:
-        record: Record = {"type": "loss", "item": loss.item, "reason": loss.reason,
-                          "rule": loss.rule, "raw": loss.raw, "piece_id": loss.piece_id,
-                          "attempt": attempt_of.get(loss.piece_id)}
+        record: Record = {
+            "type": "loss",
+            "item": loss.item,
+            "reason": loss.reason,
+            "rule": loss.rule,
+            "raw": loss.raw,
+            "piece_id": loss.piece_id,
+            "attempt": attempt_of.get(loss.piece_id),
+        }
         if loss.paragraph is not None:
             record["paragraph"] = loss.paragraph
             record["text"] = paragraphs[loss.paragraph].text
@@ -308,8 +369,11 @@ def _chunk_record(source: str, chunk: Chunk, *, trace: bool = False) -> Record:
     if not trace:
         record["source"] = source
     record.update(
-        chunk_index=chunk.index, chunk_total=chunk.total, chunk_sha256=chunk.sha256,
-        chunk_bytes=chunk.bytes, paragraph_first=chunk.paragraph_first,
+        chunk_index=chunk.index,
+        chunk_total=chunk.total,
+        chunk_sha256=chunk.sha256,
+        chunk_bytes=chunk.bytes,
+        paragraph_first=chunk.paragraph_first,
         paragraph_last=chunk.paragraph_last,
     )
     return record
@@ -320,15 +384,30 @@ def _sidecar_attempt(record: Record, raw_bytes: int) -> Record:
     answered = record["state"] not in ("timeout", "transport")
     sidecar: Record = {
         "type": "attempt",
-        **{key: record[key] for key in ("run_id", "attempt_seq", "piece_id", "source", "stage",
-                                        "chunk_index", "attempt", "max_attempts", "state",
-                                        "length_limited", "elapsed_seconds")},
+        **{
+            key: record[key]
+            for key in (
+                "run_id",
+                "attempt_seq",
+                "piece_id",
+                "source",
+                "stage",
+                "chunk_index",
+                "attempt",
+                "max_attempts",
+                "state",
+                "length_limited",
+                "elapsed_seconds",
+            )
+        },
         "provider_metadata": {
             "finish_reason": record["finish_reason"],
             "input_tokens": record["input_tokens"],
             "output_tokens": record["output_tokens"],
             "total_tokens": record["total_tokens"],
-        } if answered else None,
+        }
+        if answered
+        else None,
         "parse_error": record["parse_error"],
         "validation_issues": record["validation_issues"],
     }
@@ -361,8 +440,12 @@ def _counts(extraction: Extraction) -> dict[str, int]:
 
 
 def _segment_record(run: _Run, extraction: Extraction) -> Record:
-    return {"type": "segment", "source": run.job.source, **_counts(extraction),
-            "batch_path": join(run.settings.out, output_name(run.job.source))}
+    return {
+        "type": "segment",
+        "source": run.job.source,
+        **_counts(extraction),
+        "batch_path": join(run.settings.out, output_name(run.job.source)),
+    }
 
 
 def _report_line(run: _Run, extraction: Extraction) -> str:
@@ -396,11 +479,15 @@ def _piece_clause(chunk: Chunk) -> str:
 
 def _failure_line(run: _Run, chunk_index: int) -> str:
     clause, message = run.failures[chunk_index]
-    line = (f"{FAILURE_PREFIX}{run.job.source}: chunk {chunk_index + 1}/{len(run.chunks)}: "
-            f"{clause}{message}")
+    line = (
+        f"{FAILURE_PREFIX}{run.job.source}: chunk {chunk_index + 1}/{len(run.chunks)}: "
+        f"{clause}{message}"
+    )
     if run.units:
-        line += (f" ({len(run.units)} extracted unit(s) are checkpointed — a rerun without "
-                 "--force resumes from them)")
+        line += (
+            f" ({len(run.units)} extracted unit(s) are checkpointed — a rerun without "
+            "--force resumes from them)"
+        )
     pointers = []
     if run.recorder.attempts_log_exists():
         log = join(run.settings.out, f"{TRACE}/{attempts_name(run.job.source)}")
@@ -408,5 +495,3 @@ def _failure_line(run: _Run, chunk_index: int) -> str:
     if run.recorder.sidecar_path:
         pointers.append(f"{',' if pointers else ' —'} diagnostics: {run.recorder.sidecar_path}")
     return line + "".join(pointers)
-
-

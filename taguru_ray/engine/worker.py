@@ -41,8 +41,10 @@ class SegmentWorker:
     def _chat(self) -> ChatClient:
         # Created on first use, inside the actor's event loop that will drive it.
         if self._client is None:
-            limits = httpx.Limits(max_connections=self._settings.max_inflight,
-                                  max_keepalive_connections=self._settings.max_inflight)
+            limits = httpx.Limits(
+                max_connections=self._settings.max_inflight,
+                max_keepalive_connections=self._settings.max_inflight,
+            )
             http = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(None))
             assert self._settings.url is not None
             self._client = ChatClient(

@@ -145,15 +145,16 @@ class ChatClient:
         except CompletionTimeout:
             limit = f"{self._timeout:g} s" if self._timeout else "the time budget"
             message = (
-                f"timed out after {limit} (TAGURU_EXTRACT_TIMEOUT_SECS) on each of "
-                f"{tries} tries"
+                f"timed out after {limit} (TAGURU_EXTRACT_TIMEOUT_SECS) on each of {tries} tries"
             )
             return self._failed("timeout", message, tries, started)
         except RetryableStatus as error:
             message = f"{error} (after {tries} tries)"
             return self._failed("transport", message, tries, started, error.status)
         except httpx.TransportError as error:
-            message = f"{type(error).__name__}: {error or 'connection failed'} (after {tries} tries)"
+            message = (
+                f"{type(error).__name__}: {error or 'connection failed'} (after {tries} tries)"
+            )
             return self._failed("transport", message, tries, started)
         return self._answer(payload, tries, started)
 
@@ -191,7 +192,11 @@ class ChatClient:
             await self._admission.release(usage)
 
     def _failed(
-        self, outcome: Literal["timeout", "transport"], error: str, tries: int, started: float,
+        self,
+        outcome: Literal["timeout", "transport"],
+        error: str,
+        tries: int,
+        started: float,
         status: int | None = None,
     ) -> Completion:
         return Completion(
@@ -213,7 +218,9 @@ class ChatClient:
         return Completion(
             outcome="answer",
             text=content if isinstance(content, str) else None,
-            finish_reason=choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None,
+            finish_reason=choice.get("finish_reason")
+            if isinstance(choice.get("finish_reason"), str)
+            else None,
             refusal=refusal if isinstance(refusal, str) and refusal else None,
             input_tokens=_int(usage.get("prompt_tokens")),
             output_tokens=_int(usage.get("completion_tokens")),

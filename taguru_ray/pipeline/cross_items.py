@@ -23,8 +23,9 @@ replays.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from taguru_ray.contract.piece_output import PieceOutput
 from taguru_ray.contract.rust_text import debug_str
@@ -38,8 +39,8 @@ class _Names:
     @classmethod
     def of(cls, outputs: Sequence[PieceOutput]) -> _Names:
         associations = [item for output in outputs for item in output.associations]
-        concepts = {item[key] for item in associations for key in ("subject", "object")}
-        labels = {item["label"] for item in associations}
+        concepts = {item.get(key) for item in associations for key in ("subject", "object")}
+        labels = {item.get("label") for item in associations}
         return cls(frozenset(concepts - {None}), frozenset(labels - {None}))
 
     def of_kind(self, kind: str) -> frozenset[str]:
@@ -98,7 +99,7 @@ def dangling_aliases(outputs: Sequence[PieceOutput]) -> list[DanglingAlias]:
     dangling: list[DanglingAlias] = []
     for output_index, output in enumerate(outputs):
         for alias_index, item in enumerate(output.aliases):
-            alias, canonical, kind = item["alias"], item["canonical"], item["kind"]
+            alias, canonical, kind = _fields(item)
             if alias is None or canonical is None or kind is None or alias == canonical:
                 continue  # Stage 1's to judge
             if canonical not in names.of_kind(kind):
@@ -107,13 +108,13 @@ def dangling_aliases(outputs: Sequence[PieceOutput]) -> list[DanglingAlias]:
 
 
 def _alias_issue(
-    item: dict[str, str | None],
+    item: Mapping[str, Any],
     path: str,
     names: _Names,
     registry: dict[tuple[str, str], str],
     dangling_issues: bool,
 ) -> str | None:
-    alias, canonical, kind = item["alias"], item["canonical"], item["kind"]
+    alias, canonical, kind = _fields(item)
     if alias is None or canonical is None or kind is None or alias == canonical:
         return None  # Stage 1 already names these
     known = names.of_kind(kind)
@@ -128,3 +129,7 @@ def _alias_issue(
         mapping = f"{debug_str(alias)} to {debug_str(first)}"
         return f"{path}: conflicts with an earlier alias mapping {mapping}"
     return None
+
+
+def _fields(item: Mapping[str, Any]) -> tuple[str | None, str | None, str | None]:
+    return item.get("alias"), item.get("canonical"), item.get("kind")

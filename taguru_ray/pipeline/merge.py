@@ -89,12 +89,18 @@ def _name(value: Any) -> str | None:
 
 
 def _paragraph(value: Any, rules: MergeRules) -> int | None:
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < rules.paragraph_count:
+    if (
+        isinstance(value, int)
+        and not isinstance(value, bool)
+        and 0 <= value < rules.paragraph_count
+    ):
         return value
     return None
 
 
-def _merge_associations(pieces: Sequence[MergeInput], rules: MergeRules, result: Extraction) -> None:
+def _merge_associations(
+    pieces: Sequence[MergeInput], rules: MergeRules, result: Extraction
+) -> None:
     kept: dict[tuple[str, str, str], str] = {}
     for piece in pieces:
         for raw in piece.output.associations:
@@ -114,14 +120,23 @@ def _merge_associations(pieces: Sequence[MergeInput], rules: MergeRules, result:
             ):
                 rule = "weight is not a finite non-zero number within ±1000000"
             if rule is not None:
-                result.losses.append(Loss("association", "dropped", rule, raw, piece.piece_id, cited))
+                result.losses.append(
+                    Loss("association", "dropped", rule, raw, piece.piece_id, cited)
+                )
                 continue
             assert subject is not None and label is not None and obj is not None
             triple = (subject, label, obj)
             if triple in kept:
                 result.losses.append(
-                    Loss("association", "duplicate", "duplicate triple folded", raw,
-                         piece.piece_id, cited, kept_piece_id=kept[triple])
+                    Loss(
+                        "association",
+                        "duplicate",
+                        "duplicate triple folded",
+                        raw,
+                        piece.piece_id,
+                        cited,
+                        kept_piece_id=kept[triple],
+                    )
                 )
                 continue
             kept[triple] = piece.piece_id
@@ -153,15 +168,27 @@ def _merge_questions(pieces: Sequence[MergeInput], rules: MergeRules, result: Ex
             key = (cited, text)
             if key in kept:
                 result.losses.append(
-                    Loss("question", "duplicate", "duplicate question folded", raw,
-                         piece.piece_id, cited, kept_piece_id=kept[key])
+                    Loss(
+                        "question",
+                        "duplicate",
+                        "duplicate question folded",
+                        raw,
+                        piece.piece_id,
+                        cited,
+                        kept_piece_id=kept[key],
+                    )
                 )
                 continue
             if per_paragraph.get(cited, 0) >= rules.questions_cap:
                 result.losses.append(
-                    Loss("question", "dropped",
-                         f"over the --questions cap of {rules.questions_cap} per paragraph",
-                         raw, piece.piece_id, cited)
+                    Loss(
+                        "question",
+                        "dropped",
+                        f"over the --questions cap of {rules.questions_cap} per paragraph",
+                        raw,
+                        piece.piece_id,
+                        cited,
+                    )
                 )
                 continue
             kept[key] = piece.piece_id
@@ -172,12 +199,18 @@ def _merge_questions(pieces: Sequence[MergeInput], rules: MergeRules, result: Ex
 def _merge_aliases(pieces: Sequence[MergeInput], result: Extraction) -> None:
     """Adopt an alias only when import would: its canonical is a name this file's
     associations use in that namespace, and its spelling is not itself one."""
-    concepts = {a.subject for a, _ in result.associations} | {a.object for a, _ in result.associations}
+    concepts = {a.subject for a, _ in result.associations} | {
+        a.object for a, _ in result.associations
+    }
     labels = {a.label for a, _ in result.associations}
     mapped: dict[tuple[str, str], tuple[str, str]] = {}  # (kind, alias) -> (canonical, piece)
     for piece in pieces:
         for raw in piece.output.aliases:
-            alias, canonical, kind = _name(raw.get("alias")), _name(raw.get("canonical")), raw.get("kind")
+            alias, canonical, kind = (
+                _name(raw.get("alias")),
+                _name(raw.get("canonical")),
+                raw.get("kind"),
+            )
             names = concepts if kind == "concept" else labels
             rule = None
             if alias is None or canonical is None or kind not in ("concept", "label"):
@@ -197,8 +230,14 @@ def _merge_aliases(pieces: Sequence[MergeInput], result: Extraction) -> None:
             assert alias is not None and canonical is not None
             if (kind, alias) in mapped:
                 result.losses.append(
-                    Loss("alias", "duplicate", "duplicate alias folded", raw, piece.piece_id,
-                         kept_piece_id=mapped[(kind, alias)][1])
+                    Loss(
+                        "alias",
+                        "duplicate",
+                        "duplicate alias folded",
+                        raw,
+                        piece.piece_id,
+                        kept_piece_id=mapped[(kind, alias)][1],
+                    )
                 )
                 continue
             mapped[(kind, alias)] = (canonical, piece.piece_id)

@@ -68,7 +68,7 @@ def system_sha256(system: str) -> str:
 
 
 def user_turn(source: str, chunk_index: int, chunk_total: int, chunk_text: str) -> str:
-    """``Segment '<path>', part K of N:`` (or no part clause for one chunk), a blank line, the chunk."""
+    """``Segment '<path>', part K of N:`` (no part clause for one chunk), a blank line, chunk."""
     if chunk_total > 1:
         preamble = f"Segment '{source}', part {chunk_index + 1} of {chunk_total}:"
     else:
@@ -96,7 +96,7 @@ class Conversation:
 
 
 def replay_of(answer: str, cap: int | None) -> str:
-    """TAGURU_EXTRACT_CORRECTIVE_CONTEXT_BYTES: None = in full, 0 = a placeholder, N = first N bytes."""
+    """TAGURU_EXTRACT_CORRECTIVE_CONTEXT_BYTES: None = in full, 0 = a placeholder, N = N bytes."""
     if cap is None:
         return answer
     if cap == 0:

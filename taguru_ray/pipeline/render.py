@@ -59,13 +59,34 @@ def render(
     )
     items: list[Record] = []
     for question, piece_id in extraction.questions:
-        items.append({"type": "item", "item": "question", "paragraph": question.paragraph,
-                      "question": question.question, "piece_id": piece_id})
+        items.append(
+            {
+                "type": "item",
+                "item": "question",
+                "paragraph": question.paragraph,
+                "question": question.question,
+                "piece_id": piece_id,
+            }
+        )
     for association, piece_id in extraction.associations:
-        items.append({"type": "item", "item": "association", "subject": association.subject,
-                      "label": association.label, "object": association.object,
-                      "piece_id": piece_id})
+        items.append(
+            {
+                "type": "item",
+                "item": "association",
+                "subject": association.subject,
+                "label": association.label,
+                "object": association.object,
+                "piece_id": piece_id,
+            }
+        )
     for alias, piece_id in aliases:
-        items.append({"type": "item", "item": alias.kind, "alias": alias.alias,
-                      "canonical": alias.canonical, "piece_id": piece_id})
+        items.append(
+            {
+                "type": "item",
+                "item": alias.kind,
+                "alias": alias.alias,
+                "canonical": alias.canonical,
+                "piece_id": piece_id,
+            }
+        )
     return Rendered(render_source_file(source), items)

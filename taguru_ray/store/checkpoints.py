@@ -72,7 +72,9 @@ class Checkpoint:
         self._out.delete(self._name)
 
 
-def count_reusable(out: OutDir, source: str, fingerprint: dict[str, Any], chunk_ids: list[str]) -> int:
+def count_reusable(
+    out: OutDir, source: str, fingerprint: dict[str, Any], chunk_ids: list[str]
+) -> int:
     """--dry-run's count: top-level chunks whose piece id already has a unit."""
     checkpoint = Checkpoint(out, source, fingerprint)
     if checkpoint.load() is not None:

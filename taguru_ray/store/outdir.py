@@ -8,6 +8,7 @@ sees the old bytes or the new ones, never a torn file.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import secrets
@@ -72,10 +73,8 @@ class OutDir:
             raise
 
     def delete(self, name: str) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             self.fs.rm_file(self.path(name))
-        except FileNotFoundError:
-            pass
 
     def names(self, folder: str = "") -> set[str]:
         """File names directly inside `folder` (one listing, not one probe per file)."""
@@ -89,9 +88,9 @@ class OutDir:
         """An append handle for a log written line by line (local disks)."""
         target = self.local_path(name)
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        return open(target, "ab")  # noqa: SIM115 - the caller owns and closes it
+        return open(target, "ab")
 
     def open_truncate(self, name: str) -> IO[bytes]:
         target = self.local_path(name)
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        return open(target, "wb")  # noqa: SIM115 - the caller owns and closes it
+        return open(target, "wb")

@@ -1,0 +1,47 @@
+"""Helpers the integration tests share: the context id and the CLI runner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from taguru_ray.simulate.harness import SimulatorProcess
+
+REPO = Path(__file__).resolve().parents[1]
+CONTEXT = "5b0d7f0e-6c1a-4d8e-9a51-2f3c4b5d6e7f"
+
+
+@dataclass
+class Cli:
+    """Runs ``taguru-ray extract`` as a user would, against the simulator."""
+
+    address: str
+    simulator: SimulatorProcess
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TAGURU_")}
+        env.update(
+            TAGURU_EXTRACT_URL=self.simulator.chat_url,
+            TAGURU_EXTRACT_MODEL="taguru-sim",
+            PYTHONPATH=str(REPO),
+        )
+        env.update(extra)
+        return env
+
+    def command(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "taguru_ray", "extract", "--address", self.address, *args]
+
+    def extract(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 180
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.command(*args),
+            env=env or self.env(),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=REPO,
+        )

@@ -1,0 +1,46 @@
+from types import SimpleNamespace
+
+import httpx
+
+from taguru_ray.llm.client import endpoint_url
+from taguru_ray.llm.retry import RetryableStatus, _retryable, _wait, parse_retry_after
+
+
+class _Outcome:
+    def __init__(self, error: BaseException) -> None:
+        self._error = error
+
+    def exception(self) -> BaseException:
+        return self._error
+
+
+def state(error: BaseException, attempt: int) -> SimpleNamespace:
+    return SimpleNamespace(outcome=_Outcome(error), attempt_number=attempt)
+
+
+def test_retry_after_delta_seconds_is_used_verbatim_and_clamped_to_30() -> None:
+    assert _wait(state(RetryableStatus(429, "", 7.0), 1)) == 7.0
+    assert _wait(state(RetryableStatus(429, "", 120.0), 1)) == 30.0
+
+
+def test_http_date_retry_after_falls_back_to_the_backoff() -> None:
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") is None
+    assert parse_retry_after("3") == 3.0
+
+
+def test_backoff_is_full_jitter_doubling_from_one_second() -> None:
+    for attempt, ceiling in ((1, 1.0), (2, 2.0), (3, 4.0), (7, 30.0)):
+        waits = [_wait(state(RetryableStatus(500, "", None), attempt)) for _ in range(200)]
+        assert all(0 <= w <= ceiling for w in waits)
+        assert max(waits) > ceiling / 2  # randomised across the whole range
+
+
+def test_429_5xx_and_transport_errors_retry_other_errors_do_not() -> None:
+    assert _retryable(RetryableStatus(503, "", None))
+    assert _retryable(httpx.ConnectError("refused"))
+    assert not _retryable(ValueError("400"))
+
+
+def test_endpoint_url_accepts_a_base_url() -> None:
+    assert endpoint_url("http://h/v1") == "http://h/v1/chat/completions"
+    assert endpoint_url("http://h/v1/chat/completions/") == "http://h/v1/chat/completions"
