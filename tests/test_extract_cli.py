@@ -268,3 +268,98 @@ def test_a_second_run_on_the_same_out_is_refused(cli: Cli, tmp_path: Path) -> No
     assert "is held by another taguru-ray process (pid " in refused.stderr
     assert cli.simulator.stats()["requests"] == 0
     assert cli.extract(*base_args(out), str(docs)).returncode == 0  # the holder is gone
+
+
+def test_force_and_a_corrupt_manifest_both_re_extract_everything(cli: Cli, tmp_path: Path) -> None:
+    docs, out = corpus(tmp_path), tmp_path / "out"
+    assert cli.extract(*base_args(out), str(docs)).returncode == 0
+    total = cli.simulator.stats()["requests"]
+    cli.simulator.reset()
+    forced = cli.extract(*base_args(out, "--force"), str(docs))
+    assert forced.returncode == 0 and "extract: 3 written" in forced.stderr
+    assert cli.simulator.stats()["requests"] == total
+
+    (out / ".extract-manifest.json").write_text("{ torn")
+    cli.simulator.reset()
+    again = cli.extract(*base_args(out), str(docs))
+    assert again.returncode == 0 and "extract: 3 written" in again.stderr
+    assert "ignoring an unreadable manifest" in again.stderr
+    assert cli.simulator.stats()["requests"] == total
+    json.loads((out / ".extract-manifest.json").read_text())  # rewritten whole
+
+
+def test_source_id_name_date_and_tags_reach_the_header_and_passage(
+    cli: Cli, tmp_path: Path
+) -> None:
+    docs, out = corpus(tmp_path), tmp_path / "out"
+    result = cli.extract(
+        *base_args(
+            out,
+            "--source-id",
+            "session:agent:42",
+            "--name",
+            "demo",
+            "--description",
+            "d",
+            "--date",
+            "2026-11-01",
+            "--tag",
+            "nightly",
+            "--tag",
+            "ops",
+            "--tag",
+            "nightly",
+        ),
+        str(docs),
+    )
+    assert result.returncode == 0, result.stderr
+    parsed = parse_source_file((out / output_name(str(docs / "03-sake-brewing.md"))).read_bytes())
+    assert parsed.header.id == "session:agent:42/03-sake-brewing"
+    assert (parsed.header.name, parsed.header.description) == ("demo", "d")
+    assert parsed.passage is not None
+    assert parsed.passage.date == 1793491200 and parsed.passage.tags == ("nightly", "ops")
+
+    single = cli.extract(
+        *base_args(tmp_path / "one", "--source-id", "session:x", "--no-passage"),
+        str(docs / "01-ray-overview.md"),
+    )
+    assert single.returncode == 0, single.stderr
+    name = output_name(str(docs / "01-ray-overview.md"))
+    one = parse_source_file((tmp_path / "one" / name).read_bytes())
+    assert one.header.id == "session:x" and one.passage is None
+    assert all(a.paragraph is None for a in one.associations)
+    assert ", passage" not in single.stdout
+
+
+def test_the_api_key_reaches_no_file_and_no_log(cli: Cli, tmp_path: Path) -> None:
+    docs, out, sidecar = corpus(tmp_path), tmp_path / "out", tmp_path / "diag.jsonl"
+    secret = "sk-test-0123456789abcdef-never-write-me"
+    cli.simulator.set_script([{"match": "日本酒", "fault": "500", "times": 4}])
+    result = cli.extract(
+        *base_args(out, "--diagnostics-out", str(sidecar)),
+        str(docs),
+        env=cli.env(TAGURU_EXTRACT_API_KEY=secret, TAGURU_EXTRACT_DIAGNOSTICS_RAW_BYTES="100000"),
+    )
+    assert result.returncode == 1  # a failed segment keeps its checkpoint and attempts log
+    assert secret not in result.stdout + result.stderr
+    written = [p for p in [*out.rglob("*"), sidecar] if p.is_file()]
+    assert len(written) > 6
+    assert all(secret.encode() not in path.read_bytes() for path in written)
+
+
+def test_the_demo_script_extracts_the_sample_corpus(tmp_path: Path, ray_address: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "demo"
+    env = {**os.environ, "PY": sys.executable, "OUT": str(out), "RAY_ADDRESS": ray_address}
+    result = subprocess.run(
+        ["sh", "examples/demo.sh"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert "extract: 3 written, 0 unchanged, 0 failed of 3 segment(s)" in result.stderr
+    assert len(result.stdout.splitlines()) == 3
+    assert len(list(out.glob("*.jsonl"))) == 3
+    assert (out / ".extract-manifest.json").exists()
+    assert len(list((out / ".extract-trace").glob("*.attempts.jsonl"))) == 3

@@ -44,8 +44,10 @@ class MemoryRecorder:
     fresh: bool | None = None
     sidecar_path: str | None = None
 
-    def load_units(self, fingerprint: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
-        return dict(self.units), None
+    def load_units(
+        self, fingerprint: dict[str, Any], *, discard: bool
+    ) -> tuple[dict[str, Any], str | None]:
+        return ({} if discard else dict(self.units)), None
 
     async def begin(self, records: list[dict[str, Any]], *, fresh: bool) -> None:
         self.fresh = fresh

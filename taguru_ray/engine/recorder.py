@@ -39,8 +39,13 @@ class StoreRecorder:
         self._log = AttemptsLog(out, f"{TRACE}/{attempts_name(source)}") if trace_attempts else None
         self._lock = asyncio.Lock()
 
-    def load_units(self, fingerprint: dict[str, Any]) -> tuple[dict[str, Record], str | None]:
+    def load_units(
+        self, fingerprint: dict[str, Any], *, discard: bool
+    ) -> tuple[dict[str, Record], str | None]:
+        """The checkpoint's usable units; `discard` (--force) starts from none."""
         self._checkpoint = Checkpoint(self._out, self._source, fingerprint)
+        if discard:
+            return {}, None
         note = self._checkpoint.load()
         return dict(self._checkpoint.units), note
 

@@ -74,7 +74,9 @@ class SegmentRecorder(Protocol):
 
     sidecar_path: str | None
 
-    def load_units(self, fingerprint: dict[str, Any]) -> tuple[dict[str, Record], str | None]: ...
+    def load_units(
+        self, fingerprint: dict[str, Any], *, discard: bool
+    ) -> tuple[dict[str, Record], str | None]: ...
 
     async def begin(self, records: list[Record], *, fresh: bool) -> None: ...
 
@@ -127,7 +129,7 @@ async def extract_segment(
     name = output_name(job.source)
     inputs = compute_inputs(settings, segment.sha256, job.written_id, name)
     fingerprint = checkpoint_fingerprint(settings, segment.sha256)
-    units, note = ({}, None) if settings.force else recorder.load_units(fingerprint)
+    units, note = recorder.load_units(fingerprint, discard=settings.force)
     if note:
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {note}")
     chunks = plan_chunks(segment.paragraphs, settings.chunk_bytes)

@@ -1,0 +1,106 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from taguru_ray.errors import StartupError
+from taguru_ray.store.checkpoints import Checkpoint, count_reusable
+from taguru_ray.store.lock import OutLock
+from taguru_ray.store.manifest import Manifest
+from taguru_ray.store.outdir import MANIFEST, OutDir
+
+
+def entry(**fields: object) -> dict:
+    base = {
+        "sha256": "s",
+        "model": "m",
+        "prompt_version": 101,
+        "context": "c",
+        "questions_n": 0,
+        "no_passage": False,
+        "description": "",
+        "fact_budget": 0,
+        "structured_output": "",
+        "max_output_tokens": 0,
+        "escalation_factor": "",
+        "runaway_ratio": "",
+        "chunk_context": "",
+        "chunk_bytes": "",
+        "lossy": False,
+        "schema_digest": "",
+        "candidates": "",
+        "redaction": "",
+        "vocabulary_digest": "",
+        "source_id": "",
+        "date": 0,
+        "tags": [],
+        "output": "a.jsonl",
+    }
+    return {**base, **fields}
+
+
+def test_manifest_skips_only_equal_inputs_whose_output_exists(tmp_path: Path) -> None:
+    out = OutDir(str(tmp_path))
+    manifest, note = Manifest.load(out)
+    assert note is None and manifest.entries == {}
+    manifest.record("docs/a.md", entry())
+    reloaded, _ = Manifest.load(out)
+    assert reloaded.unchanged("docs/a.md", entry(), {"a.jsonl"})
+    assert not reloaded.unchanged("docs/a.md", entry(), set())  # output gone
+    assert not reloaded.unchanged("docs/a.md", entry(model="other"), {"a.jsonl"})
+    assert not reloaded.unchanged("docs/b.md", entry(), {"a.jsonl"})
+
+
+def test_manifest_is_pretty_sorted_and_reads_old_entries_with_defaults(tmp_path: Path) -> None:
+    out = OutDir(str(tmp_path))
+    old = {"sha256": "s", "model": "m", "prompt_version": 101, "context": "c", "output": "a.jsonl"}
+    (tmp_path / MANIFEST).write_text(json.dumps({"documents": {"z.md": old, "a.md": old}}))
+    manifest, note = Manifest.load(out)
+    assert note is None
+    assert manifest.unchanged("a.md", entry(), {"a.jsonl"})
+    text = manifest.render().decode()
+    assert text.index('"a.md"') < text.index('"z.md"') and '\n  "documents": {\n' in text
+
+
+def test_a_corrupt_manifest_re_extracts_everything_with_one_note(tmp_path: Path) -> None:
+    (tmp_path / MANIFEST).write_text("{not json")
+    manifest, note = Manifest.load(OutDir(str(tmp_path)))
+    assert manifest.entries == {}
+    assert note is not None and "every segment re-extracts" in note
+
+
+def test_checkpoint_units_survive_a_reload_under_the_same_fingerprint(tmp_path: Path) -> None:
+    out = OutDir(str(tmp_path))
+    checkpoint = Checkpoint(out, "docs/a.md", {"sha256": "x"})
+    checkpoint.save("p1", {"chunk_index": 0, "output": {}})
+    checkpoint.save("p2", {"chunk_index": 1, "output": {}})
+    again = Checkpoint(out, "docs/a.md", {"sha256": "x"})
+    assert again.load() is None and sorted(again.units) == ["p1", "p2"]
+    assert count_reusable(out, "docs/a.md", {"sha256": "x"}, ["p2", "p3"]) == 1
+    assert not [p for p in tmp_path.rglob("*") if ".tmp-" in p.name]  # atomic writes leave none
+
+
+def test_a_checkpoint_under_other_settings_is_discarded_and_said(tmp_path: Path) -> None:
+    out = OutDir(str(tmp_path))
+    Checkpoint(out, "docs/a.md", {"sha256": "x"}).save("p1", {})
+    other = Checkpoint(out, "docs/a.md", {"sha256": "y"})
+    note = other.load()
+    assert other.units == {} and note is not None
+    assert "written under different settings — 1 unit(s) re-extract" in note
+
+
+def test_an_unreadable_checkpoint_is_ignored_and_said(tmp_path: Path) -> None:
+    out = OutDir(str(tmp_path))
+    checkpoint = Checkpoint(out, "docs/a.md", {})
+    Path(checkpoint.location).parent.mkdir(parents=True)
+    Path(checkpoint.location).write_text("garbage")
+    note = checkpoint.load()
+    assert note is not None and note.startswith("ignoring an unreadable checkpoint at ")
+
+
+def test_the_lock_refuses_a_second_holder_and_frees_on_release(tmp_path: Path) -> None:
+    out = OutDir(str(tmp_path))
+    with OutLock(out), pytest.raises(StartupError, match="held by another taguru-ray process"):
+        OutLock(out).acquire()
+    with OutLock(out):
+        pass
