@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LINT := taguru_ray tests $(wildcard benchmarks/*.py)
 
 .PHONY: demo test lint venv clean
 
@@ -20,12 +21,12 @@ demo: $(STAMP)
 	PY=$(BIN)/python sh examples/demo.sh
 
 test: $(STAMP)
-	$(BIN)/ruff check taguru_ray tests benchmarks
+	$(BIN)/ruff check $(LINT)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check taguru_ray tests benchmarks
-	$(BIN)/ruff format --check taguru_ray tests benchmarks
+	$(BIN)/ruff check $(LINT)
+	$(BIN)/ruff format --check $(LINT)
 
 clean:
 	rm -rf $(VENV) out .pytest_cache
