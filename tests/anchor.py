@@ -1,8 +1,8 @@
 """Where the reference project's conformance data lives, for every test that reads it.
 
-The data sits beside the repository, in /work/shared/data/anchor (its README
-says what each folder is for). Tests that need it mark themselves with
-``requires_anchor`` so a checkout without it skips them with the reason.
+A copy of the reference project's data sits in tests/fixtures/anchor (MIT; its
+README says what each folder is for), so a bare clone tests against it. Tests
+that need it still mark themselves with ``requires_anchor``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-ANCHOR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "anchor"
+ANCHOR = Path(__file__).resolve().parent / "fixtures" / "anchor"
 MODEL_OUTPUT = ANCHOR / "tests" / "fixtures" / "model_output"
 
 requires_anchor = pytest.mark.skipif(
