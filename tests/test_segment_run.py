@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taguru_ray.contract.source_file import parse_source_file
-from taguru_ray.engine.segment import SegmentJob, SegmentOutcome, extract_segment
+from taguru_ray.engine.segment import Model, SegmentJob, SegmentOutcome, extract_segment
 from taguru_ray.llm.client import Completion, CompletionRequest
 from taguru_ray.settings import Settings
 
@@ -103,7 +103,7 @@ def run(
     job = SegmentJob(0, "docs/ray.md", text.encode(), "docs/ray.md", ())
     return asyncio.run(
         extract_segment(
-            job, settings(**overrides), "run1", model.complete, model.next_seq, recorder
+            job, settings(**overrides), "run1", Model(model.complete, model.next_seq), recorder
         )
     )
 
@@ -256,3 +256,156 @@ def test_trace_records_follow_the_contract_order() -> None:
     order = ["segment", "steering", "chunk", "piece", "item", "loss", "paragraph"]
     assert types[0] == "segment" and types[1] == "steering"
     assert [t for i, t in enumerate(types) if i == 0 or types[i - 1] != t] == order
+
+
+def answer_with(triples: list[tuple[str, str, str, int]], aliases: list[tuple[str, str]]) -> str:
+    return json.dumps(
+        {
+            "associations": [
+                {"subject": s, "label": label, "object": o, "paragraph": p}
+                for s, label, o, p in triples
+            ],
+            "aliases": [{"alias": a, "canonical": c, "kind": "concept"} for a, c in aliases],
+        }
+    )
+
+
+TRIPLES = [("Ray", "runs on", "Kubernetes", 1), ("KubeRay", "manages", "Ray", 2)]
+
+
+def test_a_shadowing_alias_earns_one_cross_chunk_turn_and_its_correction_is_adopted() -> None:
+    answers = iter(
+        [
+            answer_with(TRIPLES, [("Kubernetes", "Ray")]),
+            answer_with(TRIPLES, [("K8s", "Kubernetes")]),
+        ]
+    )
+    model = Canned(lambda r: ok(next(answers)))
+    recorder = MemoryRecorder()
+    outcome = run(model, recorder)
+    assert outcome.status == "written"
+    _, second = recorder.attempts()
+    assert second["stage"] == "cross_chunk" and second["corrects"] == {
+        "run_id": "run1",
+        "attempt_seq": 1,
+    }
+    assert (
+        "aliases[0].alias: names something the associations already contain"
+        in (second["messages"][-1]["content"])
+    )
+    parsed = parse_source_file(recorder.files["source"])
+    assert [(a.alias, a.canonical) for a in parsed.aliases] == [("K8s", "Kubernetes")]
+    trace = [json.loads(line) for line in recorder.files["trace"].splitlines()]
+    [piece] = [r for r in trace if r["type"] == "piece"]
+    assert piece["attempt"] == {"run_id": "run1", "attempt_seq": 2}
+    assert recorder.units[piece["piece_id"]]["attempt"]["attempt_seq"] == 2
+
+
+def test_an_alias_issue_left_standing_is_removed_and_accounted() -> None:
+    model = Canned(lambda r: ok(answer_with(TRIPLES, [("K8s", "Kubernetes"), ("K8s", "Ray")])))
+    recorder = MemoryRecorder()
+    outcome = run(model, recorder)
+    assert outcome.status == "written" and len(model.requests) == 2
+    assert outcome.report is not None and "1 item(s) removed (mechanical validation)" in (
+        outcome.report
+    )
+    assert outcome.notes == [
+        "taguru: extract: docs/ray.md: removed: aliases[1]: conflicts with an earlier alias "
+        'mapping "K8s" to "Kubernetes" — still so after the corrective turn; removed'
+    ]
+    losses = [
+        json.loads(line)
+        for line in recorder.files["trace"].splitlines()
+        if json.loads(line)["type"] == "loss"
+    ]
+    assert [(x["reason"], x["path"], x["raw"]["canonical"]) for x in losses] == [
+        ("removed", "aliases[1]", "Ray")
+    ]
+
+
+def test_mechanical_removals_are_accepted_without_a_turn_and_named() -> None:
+    model = Canned(
+        lambda r: ok(
+            answer_with(
+                [*TRIPLES, ("Ray", "uses", "MongoDB", 1), ("Ray", "is", "", 1)],
+                [("GCS", "存在しない")],
+            )
+        )
+    )
+    recorder = MemoryRecorder()
+    outcome = run(model, recorder)
+    assert len(model.requests) == 1 and outcome.status == "written"
+    assert [line.split("removed: ")[1] for line in outcome.notes] == [
+        'associations[2]: object "MongoDB" does not appear in the segment text',
+        "associations[3]: object empty",
+        'aliases[0]: canonical "存在しない" names nothing the associations contain',
+    ]
+    [attempt] = recorder.attempts()
+    assert attempt["removed_items"] == [
+        'associations[2]: object "MongoDB" does not appear in the segment text',
+        "associations[3]: object empty",
+    ]
+    assert outcome.counts["removed"] == 3
+
+
+def test_an_alias_that_rewires_an_earlier_segments_name_is_pruned() -> None:
+    model = Canned(lambda r: ok(answer_with(TRIPLES, [("K8s", "Kubernetes")])))
+    recorder = MemoryRecorder()
+
+    async def claims(queries: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+        return {("concept", "K8s"): "Kubernetes Engine"}
+
+    job = SegmentJob(3, "docs/ray.md", TEXT.encode(), "docs/ray.md", (), claims_upto=2)
+    outcome = asyncio.run(
+        extract_segment(
+            job, settings(), "run1", Model(model.complete, model.next_seq, claims), recorder
+        )
+    )
+    assert outcome.counts["removed"] == 1
+    assert "already names a concept an earlier segment" in outcome.notes[0]
+
+
+def test_lossy_drops_and_counts_without_corrective_turns() -> None:
+    bad = json.dumps(
+        {
+            "associations": [
+                {"subject": "Ray", "label": "runs on", "object": "Kubernetes", "weight": "strong"},
+                {"subject": "KubeRay", "label": "manages", "object": "Ray"},
+            ],
+            "aliases": [{"alias": "KubeRay", "canonical": "Ray", "kind": "concept"}],
+        }
+    )
+    model = Canned(lambda r: ok(bad))
+    recorder = MemoryRecorder()
+    outcome = run(model, recorder, lossy=True)
+    assert len(model.requests) == 1 and outcome.status == "written"
+    assert outcome.report is not None and "2 item(s) dropped (--lossy)" in outcome.report
+    assert outcome.counts["removed"] == 0
+    trace = [json.loads(line) for line in recorder.files["trace"].splitlines()]
+    losses = [(x["reason"], x.get("path")) for x in trace if x["type"] == "loss"]
+    assert losses == [("dropped", "associations[0]"), ("dropped", None)]
+
+
+def test_loss_rate_and_paragraph_coverage_fold_from_the_trace_alone() -> None:
+    model = Canned(
+        lambda r: ok(
+            answer_with(
+                [*TRIPLES, ("Ray", "runs on", "Kubernetes", 1), ("Ray", "uses", "MongoDB", 1)], []
+            )
+        )
+    )
+    recorder = MemoryRecorder()
+    run(model, recorder)
+    trace = [json.loads(line) for line in recorder.files["trace"].splitlines()]
+    kept = sum(1 for r in trace if r["type"] == "item")
+    lost = sum(1 for r in trace if r["type"] == "loss")
+    assert (kept, lost) == (2, 2)  # one duplicate folded, one fabrication removed
+    assert lost / (kept + lost) == 0.5
+    paragraphs = [r for r in trace if r["type"] == "paragraph"]
+    covered = sum(r["bytes"] for r in paragraphs if r["covered"])
+    total = sum(r["bytes"] for r in paragraphs)
+    assert [r["covered"] for r in paragraphs] == [False, True, True]
+    assert covered / total == (
+        len("Ray runs on Kubernetes.") + len("KubeRay manages Ray clusters.")
+    ) / len(TEXT.replace("\n\n", ""))
+    assert [r["text"] for r in paragraphs if not r["covered"]] == ["# Ray"]

@@ -166,3 +166,43 @@ def test_token_estimate_is_utf8_bytes_over_four_rounded_up() -> None:
     assert estimate_tokens("abcd") == 1
     assert estimate_tokens("abcde") == 2
     assert estimate_tokens("日本") == 2  # 6 bytes
+
+
+def test_contract_faults_break_exactly_one_rule_each() -> None:
+    import json
+
+    from taguru_ray.simulate.faults import completion_for
+
+    answer = json.dumps(
+        {
+            "associations": [
+                {
+                    "subject": "Ray",
+                    "label": "uses",
+                    "object": "Redis",
+                    "weight": 1.0,
+                    "paragraph": 0,
+                }
+            ],
+            "aliases": [],
+            "questions": [],
+        }
+    )
+
+    def shape(kind: str) -> dict:
+        content = completion_for(kind, answer, "Ray uses Redis").content  # type: ignore[arg-type]
+        assert content is not None
+        return json.loads(content)
+
+    assert shape("bad_weight")["associations"][0]["weight"] == "strong"
+    assert shape("empty_field")["associations"][1]["object"] == ""
+    assert shape("self_alias")["aliases"] == [
+        {"alias": "Ray", "canonical": "Ray", "kind": "concept"}
+    ]
+    assert shape("shadow_alias")["aliases"][0]["alias"] == "Redis"
+    conflict = shape("conflict_alias")["aliases"]
+    assert conflict[0]["alias"] == conflict[1]["alias"]
+    assert conflict[0]["canonical"] != conflict[1]["canonical"]
+    assert shape("dangling_alias")["aliases"][0]["canonical"] == "存在しない"
+    empty = json.dumps({"associations": [], "aliases": [], "questions": []})
+    assert completion_for("shadow_alias", empty, "").content == empty

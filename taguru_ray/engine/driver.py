@@ -213,18 +213,20 @@ class _Run:
 
     async def run(self) -> int:
         # Imported here: the actor classes register with Ray only when a run needs them.
+        from taguru_ray.engine.ledger import Ledger
         from taguru_ray.engine.worker import DiagnosticsWriter, SegmentWorker
         from taguru_ray.llm.gateway import Gateway
 
         settings = self.settings
         gateway = Gateway.remote(settings.max_inflight)
+        self.ledger = Ledger.remote()
         diagnostics = (
             DiagnosticsWriter.remote(settings.diagnostics_out, self.run_id)
             if settings.diagnostics_out
             else None
         )
         self.workers = [
-            SegmentWorker.remote(settings, self.run_id, gateway, diagnostics)
+            SegmentWorker.remote(settings, self.run_id, gateway, self.ledger, diagnostics)
             for _ in range(settings.workers)
         ]
         existing = self.out.names()
@@ -245,8 +247,17 @@ class _Run:
                 )
                 continue
             await self.window.wait_eligible(index)
+            vocabulary = self.window.vocabulary_for(index)
+            folded = self.window.drain_folded()
+            if folded:  # the ledger must hold them before the segment can look them up
+                await self.ledger.absorb.remote(folded)
             job = SegmentJob(
-                index, source, scanned.data, scanned.written_id, self.window.vocabulary_for(index)
+                index,
+                source,
+                scanned.data,
+                scanned.written_id,
+                vocabulary,
+                self.window.claims_upto(index),
             )
             tasks.append(asyncio.create_task(self._extract(job)))
         await asyncio.gather(*tasks)

@@ -1,22 +1,25 @@
 """One piece through prompt → call → parse → validate, with corrective laps.
 
 This is the legacy loop of seed 000 (no structured output, no output budget):
-an answer that is not the JSON object, or that breaks the contract, earns a
-corrective turn — the conversation rebuilt from the base pair plus only the
-latest bad answer — until TAGURU_EXTRACT_MAX_ATTEMPTS is spent. An empty
-answer earns at most one correction; a refusal ends the piece at once; a cut
-off answer that still parses is accepted, one that does not is asked for a
-shorter answer. Ray-free and disk-free: the model and the records are ports.
+an answer that is not the JSON object, or that keeps issues the mechanical
+pass cannot remove, earns a corrective turn — the conversation rebuilt from
+the base pair plus only the latest bad answer — until
+TAGURU_EXTRACT_MAX_ATTEMPTS is spent. An empty answer earns at most one
+correction; a refusal ends the piece at once; a cut-off answer that still
+parses is judged like any other, one that does not is asked for a shorter
+answer. Stage 2's single corrective turn (`correct_once`) is the same lap with
+a different ask. Ray-free and disk-free: the model and the records are ports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from taguru_ray.contract.records import Record, attempt_ref
 from taguru_ray.llm.client import Completion, CompletionRequest
+from taguru_ray.pipeline.mechanical import Offered, Removal, judge, lossy_pass
 from taguru_ray.pipeline.parse import Answer, parse_answer
 from taguru_ray.pipeline.prompt import (
     Conversation,
@@ -25,13 +28,8 @@ from taguru_ray.pipeline.prompt import (
     system_sha256,
     validation_ask,
 )
-from taguru_ray.pipeline.validate import (
-    PieceOutput,
-    Rules,
-    collect_issues,
-    format_corrective_issues,
-    normalise,
-)
+from taguru_ray.pipeline.validate import PieceOutput, Rules, format_corrective_issues
+from taguru_ray.text.occurrence import Haystack
 
 CUT_OFF_REASONS = {"length", "max_tokens"}
 REFUSAL_REASONS = {"content_filter", "refusal"}
@@ -50,6 +48,8 @@ class PieceSpec:
     source: str
     conversation: Conversation
     rules: Rules
+    haystack: Haystack  # the text the model was shown, for the occurrence check
+    offered: Offered = field(default_factory=Offered)
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,7 @@ class LoopPolicy:
     replay_cap: int | None  # TAGURU_EXTRACT_CORRECTIVE_CONTEXT_BYTES
     fact_budget: int
     run_id: str
+    lossy: bool = False
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,8 @@ class Accepted:
     output: PieceOutput
     answer: str
     attempt: Record  # {run_id, attempt_seq}
+    removed: list[Removal]  # mechanical removals (strict)
+    dropped: list[Removal]  # parse-time drops (--lossy)
 
 
 Complete = Callable[[CompletionRequest], Awaitable[Completion]]
@@ -77,19 +80,27 @@ class _Verdict:
     state: str
     parse_error: str | None = None
     issues: tuple[str, ...] = ()
-    value: dict[str, Any] | None = None
+    output: PieceOutput | None = None  # set when the answer parsed
+    removed: tuple[Removal, ...] = ()
+    dropped: tuple[Removal, ...] = ()
     cut_off: bool = False
     empty: bool = False
     refusal: bool = False
 
+    @property
+    def clean(self) -> bool:
+        return self.output is not None and not self.issues
 
-def _judge(completion: Completion, rules: Rules) -> _Verdict:
+
+def _judge(completion: Completion, spec: PieceSpec, lossy: bool) -> _Verdict:
     """Classify an answer into the attempt states of ADR 0001 §7 and find its faults."""
     if completion.outcome != "answer":
         return _Verdict(completion.outcome, parse_error=completion.error)
     reason = completion.finish_reason or ""
     if reason in REFUSAL_REASONS or completion.refusal:
-        detail = completion.refusal or f"finish_reason {reason}"
+        detail = f"finish_reason {reason or 'stop'}"
+        if completion.refusal:
+            detail += f": {completion.refusal}"
         return _Verdict("refusal", parse_error=f"the provider refused ({detail})", refusal=True)
     cut_off = reason in CUT_OFF_REASONS
     parsed = parse_answer(completion.text)
@@ -98,11 +109,19 @@ def _judge(completion: Completion, rules: Rules) -> _Verdict:
             return _Verdict("empty", parse_error=parsed.message, empty=True)
         state = "length_limited" if cut_off else "stop_malformed"
         return _Verdict(state, parse_error=parsed.message, cut_off=cut_off)
-    issues = tuple(collect_issues(parsed.value, rules))
     state = "length_limited" if cut_off else "stop_valid"
     parse_error = "the answer was cut off at the output limit" if cut_off else None
+    if lossy:
+        output, dropped = lossy_pass(parsed.value, spec.rules)
+        return _Verdict(state, parse_error, output=output, dropped=tuple(dropped), cut_off=cut_off)
+    judgement = judge(parsed.value, spec.rules, spec.haystack, spec.offered)
     return _Verdict(
-        state, parse_error=parse_error, issues=issues, value=parsed.value, cut_off=cut_off
+        state,
+        parse_error,
+        issues=tuple(judgement.issues),
+        output=judgement.output(spec.rules),
+        removed=tuple(judgement.removals),
+        cut_off=cut_off,
     )
 
 
@@ -121,29 +140,85 @@ async def extract_piece(
     while True:
         seq = await next_seq()  # issue order: numbered as it is sent, not as it returns
         completion = await complete(CompletionRequest(messages))
-        verdict = _judge(completion, spec.rules)
-        await on_attempt(
-            _attempt_record(spec, policy, attempt, seq, corrects, messages, completion, verdict)
+        verdict = _judge(completion, spec, policy.lossy)
+        record = _attempt_record(
+            spec,
+            policy,
+            "item",
+            attempt,
+            policy.max_attempts,
+            seq,
+            corrects,
+            messages,
+            completion,
+            verdict,
         )
+        await on_attempt(record)
         this = attempt_ref(policy.run_id, seq)
-        if verdict.value is not None and not verdict.issues:
-            output = normalise(verdict.value, spec.rules)
-            return Accepted(output, completion.text or "", this)
+        if verdict.clean:
+            assert verdict.output is not None
+            return Accepted(
+                verdict.output,
+                completion.text or "",
+                this,
+                list(verdict.removed),
+                list(verdict.dropped),
+            )
         _fail_if_final(verdict, attempt, policy.max_attempts, empty_corrected)
         if verdict.empty:
             empty_corrected = True
-            ask = empty_ask()
-        elif verdict.value is None:
-            ask = syntax_ask(
-                verdict.parse_error or "", cut_off=verdict.cut_off, fact_budget=policy.fact_budget
-            )
-        else:
-            ask = validation_ask(
-                format_corrective_issues(list(verdict.issues)), len(verdict.issues)
-            )
-        messages = spec.conversation.corrective(completion.text or "", ask, policy.replay_cap)
+        messages = spec.conversation.corrective(
+            completion.text or "", _ask(verdict, policy), policy.replay_cap
+        )
         corrects = this
         attempt += 1
+
+
+def _ask(verdict: _Verdict, policy: LoopPolicy) -> str:
+    if verdict.empty:
+        return empty_ask()
+    if verdict.output is None:
+        return syntax_ask(
+            verdict.parse_error or "", cut_off=verdict.cut_off, fact_budget=policy.fact_budget
+        )
+    return validation_ask(format_corrective_issues(list(verdict.issues)), len(verdict.issues))
+
+
+async def correct_once(
+    spec: PieceSpec,
+    policy: LoopPolicy,
+    answer: str,
+    issues: list[str],
+    corrects: Record | None,
+    complete: Complete,
+    next_seq: NextSeq,
+    on_attempt: OnAttempt,
+) -> Accepted | None:
+    """Stage 2's one corrective turn: the corrected answer, or None when it left its
+    issues standing (invalid, cut off, refused or empty). Transport failures raise."""
+    messages = spec.conversation.corrective(
+        answer, validation_ask(format_corrective_issues(issues), len(issues)), policy.replay_cap
+    )
+    seq = await next_seq()
+    completion = await complete(CompletionRequest(messages))
+    verdict = _judge(completion, spec, lossy=False)
+    await on_attempt(
+        _attempt_record(
+            spec, policy, "cross_chunk", 1, 1, seq, corrects, messages, completion, verdict
+        )
+    )
+    if verdict.state in ("timeout", "transport"):
+        raise PieceFailed(f"the cross-chunk corrective turn failed: {verdict.parse_error}")
+    if not verdict.clean or verdict.cut_off:
+        return None
+    assert verdict.output is not None
+    return Accepted(
+        verdict.output,
+        completion.text or "",
+        attempt_ref(policy.run_id, seq),
+        list(verdict.removed),
+        [],
+    )
 
 
 def _fail_if_final(verdict: _Verdict, attempt: int, max_attempts: int, empty_used: bool) -> None:
@@ -163,7 +238,7 @@ def _fail_if_final(verdict: _Verdict, attempt: int, max_attempts: int, empty_use
         return
     if verdict.empty:
         raise PieceFailed("the model's answer was empty")
-    if verdict.value is None:
+    if verdict.output is None:
         raise PieceFailed(f"the model would not produce the JSON object: {verdict.parse_error}")
     raise PieceFailed(
         f"the answer left {len(verdict.issues)} invalid item(s) uncorrected: "
@@ -174,7 +249,9 @@ def _fail_if_final(verdict: _Verdict, attempt: int, max_attempts: int, empty_use
 def _attempt_record(
     spec: PieceSpec,
     policy: LoopPolicy,
+    stage: str,
     attempt: int,
+    max_attempts: int,
     seq: int,
     corrects: Record | None,
     messages: list[dict[str, str]],
@@ -185,13 +262,14 @@ def _attempt_record(
     record: Record = {"type": "attempt", "run_id": policy.run_id, "attempt_seq": seq}
     if corrects is not None:
         record["corrects"] = corrects
+    removed: list[Any] = [r.text for r in (*verdict.removed, *verdict.dropped)]
     record.update(
         piece_id=spec.piece_id,
         source=spec.source,
         chunk_index=spec.chunk_index,
-        stage="item",
+        stage=stage,
         attempt=attempt,
-        max_attempts=policy.max_attempts,
+        max_attempts=max_attempts,
         state=verdict.state,
         length_limited=verdict.cut_off,
         transport_retries=completion.transport_retries,
@@ -205,7 +283,7 @@ def _attempt_record(
         answer=completion.text if completion.outcome == "answer" else None,
         parse_error=verdict.parse_error,
         validation_issues=list(verdict.issues) or None,
-        removed_items=None,
+        removed_items=removed if verdict.clean and removed else None,
     )
     return record
 

@@ -1,4 +1,4 @@
-"""One segment, end to end: read → plan → steer → pieces → merge → render → verify.
+"""One segment, end to end: read → plan → steer → pieces → reconcile → merge → render → verify.
 
 This is the interpreter of the pipeline for one segment. It decides nothing
 the pipeline steps decide; it runs their laps, holds the checkpoint units,
@@ -11,6 +11,7 @@ in chunk order: the bytes never depend on which completion came back first.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -18,22 +19,32 @@ from taguru_ray.contract.names import attempts_name, join, output_name
 from taguru_ray.contract.records import Record, dumps_lines
 from taguru_ray.contract.source_file import SourceFileError
 from taguru_ray.engine.piece import (
-    Accepted,
     Complete,
     LoopPolicy,
     NextSeq,
     PieceFailed,
     PieceSpec,
+    correct_once,
     extract_piece,
 )
+from taguru_ray.pipeline.mechanical import Removal
 from taguru_ray.pipeline.merge import Extraction, MergeInput, MergeRules, merge
 from taguru_ray.pipeline.plan import Chunk, plan_chunks
 from taguru_ray.pipeline.prompt import Conversation, system_prompt, system_sha256, user_turn
 from taguru_ray.pipeline.read import Segment, SegmentRefused, read_segment
+from taguru_ray.pipeline.reconcile import (
+    PieceState,
+    StandingIssue,
+    claim_queries,
+    prune_claimed,
+    prune_dangling,
+    prune_standing,
+    stage2_issues,
+)
 from taguru_ray.pipeline.render import HeaderFields, render
 from taguru_ray.pipeline.steer import Contribution, LabelUse
+from taguru_ray.pipeline.trace import SegmentFacts, chunk_record, trace_records
 from taguru_ray.pipeline.validate import PieceOutput, Rules
-from taguru_ray.pipeline.verify import paragraph_records
 from taguru_ray.settings import (
     Settings,
     checkpoint_fingerprint,
@@ -41,19 +52,28 @@ from taguru_ray.settings import (
     settings_record_fields,
 )
 from taguru_ray.store.outdir import TRACE
+from taguru_ray.text.occurrence import Haystack
 
 FAILURE_PREFIX = "taguru: extract: "
+
+ClaimsLookup = Callable[[list[tuple[str, str]]], Awaitable[dict[tuple[str, str], str]]]
+
+
+async def no_claims(queries: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The claims lookup of a segment no earlier segment precedes."""
+    return {}
 
 
 @dataclass(frozen=True)
 class SegmentJob:
-    """What the driver hands a worker: one segment and the labels it may see."""
+    """What the driver hands a worker: one segment and what earlier segments settled."""
 
     index: int
     source: str
     data: bytes
     written_id: str
     vocabulary: tuple[LabelUse, ...]
+    claims_upto: int = 0  # segments below this index are visible to the rewire check
 
 
 @dataclass
@@ -91,6 +111,15 @@ class SegmentRecorder(Protocol):
     def attempts_log_exists(self) -> bool: ...
 
 
+@dataclass(frozen=True)
+class Model:
+    """The ports to the model side: completions, the run-wide attempt counter, claims."""
+
+    complete: Complete
+    next_seq: NextSeq
+    claims: ClaimsLookup = no_claims
+
+
 @dataclass
 class _Run:
     """The mutable state of one segment's extraction."""
@@ -103,22 +132,34 @@ class _Run:
     system: str
     units: dict[str, Record]
     recorder: SegmentRecorder
-    complete: Complete
-    next_seq: NextSeq
+    model: Model
     system_logged: bool = False
     completions: int = 0
-    failures: dict[int, tuple[str, str]] = field(
-        default_factory=dict
-    )  # chunk -> (piece clause, msg)
+    failures: dict[int, tuple[str, str]] = field(default_factory=dict)  # chunk -> (clause, msg)
+
+    @property
+    def batch_path(self) -> str:
+        return join(self.settings.out, output_name(self.job.source))
+
+    def policy(self) -> LoopPolicy:
+        s = self.settings
+        return LoopPolicy(
+            s.max_attempts, s.corrective_context_bytes, s.fact_budget, self.run_id, s.lossy
+        )
+
+    def spec(self, chunk: Chunk, user: str) -> PieceSpec:
+        return PieceSpec(
+            piece_id=chunk.sha256,
+            chunk_index=chunk.index,
+            source=self.job.source,
+            conversation=Conversation(self.system, user),
+            rules=Rules(len(self.segment.paragraphs), self.settings.questions),
+            haystack=Haystack(chunk.text),
+        )
 
 
 async def extract_segment(
-    job: SegmentJob,
-    settings: Settings,
-    run_id: str,
-    complete: Complete,
-    next_seq: NextSeq,
-    recorder: SegmentRecorder,
+    job: SegmentJob, settings: Settings, run_id: str, model: Model, recorder: SegmentRecorder
 ) -> SegmentOutcome:
     outcome = SegmentOutcome(job.index, job.source, "failed")
     try:
@@ -126,8 +167,7 @@ async def extract_segment(
     except SegmentRefused as refusal:
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {refusal}")
         return outcome
-    name = output_name(job.source)
-    inputs = compute_inputs(settings, segment.sha256, job.written_id, name)
+    inputs = compute_inputs(settings, segment.sha256, job.written_id, output_name(job.source))
     fingerprint = checkpoint_fingerprint(settings, segment.sha256)
     units, note = recorder.load_units(fingerprint, discard=settings.force)
     if note:
@@ -142,33 +182,35 @@ async def extract_segment(
         system_prompt(job.vocabulary),
         units,
         recorder,
-        complete,
-        next_seq,
+        model,
     )
     await recorder.begin(_head_records(run), fresh=not units)
-    await recorder.sidecar([_chunk_record(job.source, chunk) for chunk in chunks])
-    accepted = await _run_chunks(run)
+    await recorder.sidecar([chunk_record(chunk, job.source) for chunk in chunks])
+    pieces = await _run_chunks(run)
+    if not run.failures and not settings.lossy:
+        await _reconcile(run, pieces)
     outcome.completions = run.completions
     if run.failures:
-        first = min(run.failures)
-        outcome.notes.append(_failure_line(run, first))
+        outcome.notes.append(_failure_line(run, min(run.failures)))
         return outcome
     try:
-        written = _write(run, accepted, inputs)
+        extraction, source_bytes, trace_bytes = _write(run, pieces)
     except SourceFileError as error:
         outcome.notes.append(
             f"{FAILURE_PREFIX}{job.source}: the rendered source file failed its own import "
             f"check ({error}) — nothing was written"
         )
         return outcome
-    extraction, source_bytes, trace_bytes = written
+    outcome.notes.extend(_removal_lines(run, pieces))
     for note in await recorder.finish(source_bytes, trace_bytes):
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {note}")
-    await recorder.sidecar([_segment_record(run, extraction)])
+    outcome.counts = _counts(extraction, pieces)
+    await recorder.sidecar(
+        [{"type": "segment", "source": job.source, **outcome.counts, "batch_path": run.batch_path}]
+    )
     outcome.status = "written"
     outcome.inputs = inputs
-    outcome.report = _report_line(run, extraction)
-    outcome.counts = _counts(extraction)
+    outcome.report = _report_line(run, outcome.counts)
     outcome.contribution = Contribution.of(
         (a for a, _ in extraction.associations), (a for a, _ in extraction.aliases)
     )
@@ -188,52 +230,126 @@ def _head_records(run: _Run) -> list[Record]:
     ]
 
 
-async def _run_chunks(run: _Run) -> dict[int, tuple[str, PieceOutput, Record | None, bool]]:
-    """Every chunk's accepted output by chunk index: (piece_id, output, attempt, reused)."""
+def _user(run: _Run, chunk: Chunk) -> str:
+    return user_turn(run.job.source, chunk.index, chunk.total, chunk.text)
+
+
+def _state_from_unit(chunk: Chunk, unit: Record) -> PieceState:
+    return PieceState(
+        piece_id=chunk.sha256,
+        chunk_index=chunk.index,
+        output=PieceOutput.from_json(unit["output"]),
+        attempt=unit.get("attempt"),
+        answer=unit.get("answer") or "",
+        user=unit.get("user") or "",
+        removed=[Removal.from_json(r) for r in unit.get("removed") or []],
+        dropped=[Removal.from_json(r) for r in unit.get("unparsed") or []],
+        reused=True,
+    )
+
+
+def _unit_of(piece: PieceState) -> Record:
+    return {
+        "chunk_index": piece.chunk_index,
+        "attempt": piece.attempt,
+        "output": piece.output.to_json(),
+        "user": piece.user,
+        "answer": piece.answer,
+        "removed": [r.to_json() for r in piece.removed],
+        "unparsed": [r.to_json() for r in piece.dropped],
+    }
+
+
+async def _run_chunks(run: _Run) -> list[PieceState]:
+    """Every chunk's accepted piece, in chunk order (empty when a chunk failed)."""
     slots = asyncio.Semaphore(run.settings.parallel)
-    results: dict[int, tuple[str, PieceOutput, Record | None, bool]] = {}
+    results: dict[int, PieceState] = {}
 
     async def one(chunk: Chunk) -> None:
         async with slots:
             if run.failures:
                 return  # no new claims once a chunk has failed
-            piece_id = chunk.sha256
-            unit = run.units.get(piece_id)
+            unit = run.units.get(chunk.sha256)
             if unit is not None:
-                results[chunk.index] = (
-                    piece_id,
-                    PieceOutput.from_json(unit["output"]),
-                    unit.get("attempt"),
-                    True,
-                )
+                results[chunk.index] = _state_from_unit(chunk, unit)
                 return
+            user = _user(run, chunk)
             try:
-                accepted = await _extract(run, chunk, piece_id)
+                await _log_system_once(run)
+                accepted = await extract_piece(
+                    run.spec(chunk, user),
+                    run.policy(),
+                    run.model.complete,
+                    run.model.next_seq,
+                    _on_attempt(run),
+                )
             except PieceFailed as failure:
                 run.failures[chunk.index] = (_piece_clause(chunk), str(failure))
                 return
-            unit = {
-                "chunk_index": chunk.index,
-                "attempt": accepted.attempt,
-                "output": accepted.output.to_json(),
-                "user": _user(run, chunk),
-                "answer": accepted.answer,
-                "removed": [],
-                "unparsed": [],
-            }
-            await run.recorder.save_unit(piece_id, unit)
-            run.units[piece_id] = unit
-            results[chunk.index] = (piece_id, accepted.output, accepted.attempt, False)
+            piece = PieceState(
+                chunk.sha256,
+                chunk.index,
+                accepted.output,
+                accepted.attempt,
+                accepted.answer,
+                user,
+                accepted.removed,
+                accepted.dropped,
+            )
+            unit = _unit_of(piece)
+            await run.recorder.save_unit(piece.piece_id, unit)
+            run.units[piece.piece_id] = unit
+            results[chunk.index] = piece
 
     await asyncio.gather(*(one(chunk) for chunk in run.chunks))
-    return results
+    return [results[index] for index in sorted(results)]
 
 
-def _user(run: _Run, chunk: Chunk) -> str:
-    return user_turn(run.job.source, chunk.index, chunk.total, chunk.text)
+async def _reconcile(run: _Run, pieces: list[PieceState]) -> None:
+    """Stage 2: one corrective turn per clashing output, then what stands is removed."""
+    by_index = {chunk.index: chunk for chunk in run.chunks}
+    for piece_index, issues in stage2_issues(pieces):
+        piece = pieces[piece_index]
+        chunk = by_index[piece.chunk_index]
+        try:
+            await _log_system_once(run)
+            corrected = await correct_once(
+                run.spec(chunk, piece.user or _user(run, chunk)),
+                run.policy(),
+                piece.answer,
+                issues,
+                piece.attempt,
+                run.model.complete,
+                run.model.next_seq,
+                _on_attempt(run),
+            )
+        except PieceFailed as failure:
+            run.failures[piece.chunk_index] = (_piece_clause(chunk), str(failure))
+            return
+        if corrected is not None:
+            piece.output, piece.answer, piece.attempt = (
+                corrected.output,
+                corrected.answer,
+                corrected.attempt,
+            )
+            piece.removed, piece.reused = list(corrected.removed), False
+            unit = _unit_of(piece)
+            await run.recorder.save_unit(piece.piece_id, unit)
+            run.units[piece.piece_id] = unit
+    try:
+        prune_standing(pieces, stage2_issues(pieces))
+    except StandingIssue as standing:
+        chunk = by_index[standing.piece.chunk_index]
+        run.failures[chunk.index] = (
+            _piece_clause(chunk),
+            f"the answer left {len(standing.issues)} invalid item(s) uncorrected: {standing}",
+        )
+        return
+    prune_dangling(pieces)
+    prune_claimed(pieces, await run.model.claims(claim_queries(pieces)))
 
 
-async def _extract(run: _Run, chunk: Chunk, piece_id: str) -> Accepted:
+async def _log_system_once(run: _Run) -> None:
     if not run.system_logged:
         run.system_logged = True
         await run.recorder.log(
@@ -244,40 +360,22 @@ async def _extract(run: _Run, chunk: Chunk, piece_id: str) -> Accepted:
                 "content": run.system,
             }
         )
-    spec = PieceSpec(
-        piece_id=piece_id,
-        chunk_index=chunk.index,
-        source=run.job.source,
-        conversation=Conversation(run.system, _user(run, chunk)),
-        rules=Rules(
-            paragraph_count=len(run.segment.paragraphs), questions_cap=run.settings.questions
-        ),
-    )
-    policy = LoopPolicy(
-        run.settings.max_attempts,
-        run.settings.corrective_context_bytes,
-        run.settings.fact_budget,
-        run.run_id,
-    )
 
+
+def _on_attempt(run: _Run) -> Callable[[Record], Awaitable[None]]:
     async def on_attempt(record: Record) -> None:
         run.completions += 1
         await run.recorder.log(record)
         await run.recorder.sidecar([_sidecar_attempt(record, run.settings.diagnostics_raw_bytes)])
 
-    return await extract_piece(spec, policy, run.complete, run.next_seq, on_attempt)
+    return on_attempt
 
 
-def _write(
-    run: _Run,
-    accepted: dict[int, tuple[str, PieceOutput, Record | None, bool]],
-    inputs: dict[str, Any],
-) -> tuple[Extraction, bytes, bytes]:
+def _write(run: _Run, pieces: list[PieceState]) -> tuple[Extraction, bytes, bytes]:
     """merge → render → verify, and the trace that describes them."""
     settings = run.settings
-    pieces = [MergeInput(accepted[i][0], accepted[i][1]) for i in sorted(accepted)]
     rules = MergeRules(len(run.segment.paragraphs), settings.questions, not settings.no_passage)
-    extraction = merge(pieces, rules)
+    extraction = merge([MergeInput(piece.piece_id, piece.output) for piece in pieces], rules)
     rendered = render(
         extraction,
         HeaderFields(run.job.written_id, settings.context, settings.name, settings.description),
@@ -285,100 +383,18 @@ def _write(
         settings.date,
         settings.tags,
     )
-    trace = _trace_records(run, accepted, extraction, rendered.items)
+    facts = SegmentFacts(
+        run.run_id,
+        run.job.source,
+        run.segment.sha256,
+        run.batch_path,
+        system_sha256(run.system),
+        run.job.vocabulary,
+    )
+    trace = trace_records(
+        facts, run.chunks, pieces, run.segment.paragraphs, extraction, rendered.items
+    )
     return extraction, rendered.data, dumps_lines(trace)
-
-
-def _trace_records(
-    run: _Run,
-    accepted: dict[int, tuple[str, PieceOutput, Record | None, bool]],
-    extraction: Extraction,
-    items: list[Record],
-) -> list[Record]:
-    batch_path = join(run.settings.out, output_name(run.job.source))
-    records: list[Record] = [
-        {
-            "type": "segment",
-            "run_id": run.run_id,
-            "source": run.job.source,
-            "segment_sha256": run.segment.sha256,
-            "batch_path": batch_path,
-            "chunk_total": len(run.chunks),
-        },
-        {
-            "type": "steering",
-            "chunk_index": None,
-            "candidates": [],
-            "system_sha256": system_sha256(run.system),
-            "vocabulary": [use.to_json() for use in run.job.vocabulary],
-            "context_names": [],
-            "schema": None,
-        },
-    ]
-    records.extend(_chunk_record(run.job.source, chunk, trace=True) for chunk in run.chunks)
-    by_index = {chunk.index: chunk for chunk in run.chunks}
-    attempt_of: dict[str, Record | None] = {}
-    for index in sorted(accepted):
-        piece_id, _, attempt, _ = accepted[index]
-        chunk = by_index[index]
-        attempt_of[piece_id] = attempt
-        records.append(
-            {
-                "type": "piece",
-                "piece_id": piece_id,
-                "chunk_index": index,
-                "chunk_sha256": chunk.sha256,
-                "piece_bytes": chunk.bytes,
-                "paragraph_first": chunk.paragraph_first,
-                "paragraph_last": chunk.paragraph_last,
-                "reused": attempt is None or attempt.get("run_id") != run.run_id,
-                "attempt": attempt,
-            }
-        )
-    records.extend(items)
-    piece_text = {chunk.sha256: chunk.text for chunk in run.chunks}
-    paragraphs = run.segment.paragraphs
-    for loss in extraction.losses:
-        record: Record = {
-            "type": "loss",
-            "item": loss.item,
-            "reason": loss.reason,
-            "rule": loss.rule,
-            "raw": loss.raw,
-            "piece_id": loss.piece_id,
-            "attempt": attempt_of.get(loss.piece_id),
-        }
-        if loss.paragraph is not None:
-            record["paragraph"] = loss.paragraph
-            record["text"] = paragraphs[loss.paragraph].text
-        else:
-            record["text"] = piece_text.get(loss.piece_id, "")
-        if loss.kept_piece_id is not None:
-            record["kept_piece_id"] = loss.kept_piece_id
-        records.append(record)
-    records.extend(
-        paragraph_records(
-            paragraphs,
-            (a for a, _ in extraction.associations),
-            (q for q, _ in extraction.questions),
-        )
-    )
-    return records
-
-
-def _chunk_record(source: str, chunk: Chunk, *, trace: bool = False) -> Record:
-    record: Record = {"type": "chunk"}
-    if not trace:
-        record["source"] = source
-    record.update(
-        chunk_index=chunk.index,
-        chunk_total=chunk.total,
-        chunk_sha256=chunk.sha256,
-        chunk_bytes=chunk.bytes,
-        paragraph_first=chunk.paragraph_first,
-        paragraph_last=chunk.paragraph_last,
-    )
-    return record
 
 
 def _sidecar_attempt(record: Record, raw_bytes: int) -> Record:
@@ -428,30 +444,20 @@ def _capped(text: str, limit: int) -> str:
     return f"{prefix}… [truncated to {limit} bytes]"
 
 
-def _counts(extraction: Extraction) -> dict[str, int]:
+def _counts(extraction: Extraction, pieces: list[PieceState]) -> dict[str, int]:
     return {
         "associations": len(extraction.associations),
         "concepts": sum(1 for a, _ in extraction.aliases if a.kind == "concept"),
         "labels": sum(1 for a, _ in extraction.aliases if a.kind == "label"),
         "questions": len(extraction.questions),
         "duplicates": extraction.count("duplicate"),
-        "dropped": extraction.count("dropped"),
-        "removed": extraction.count("removed"),
+        "dropped": extraction.count("dropped") + sum(len(p.dropped) for p in pieces),
+        "removed": sum(len(p.removed) for p in pieces),
         "uncovered": 0,
     }
 
 
-def _segment_record(run: _Run, extraction: Extraction) -> Record:
-    return {
-        "type": "segment",
-        "source": run.job.source,
-        **_counts(extraction),
-        "batch_path": join(run.settings.out, output_name(run.job.source)),
-    }
-
-
-def _report_line(run: _Run, extraction: Extraction) -> str:
-    counts = _counts(extraction)
+def _report_line(run: _Run, counts: dict[str, int]) -> str:
     parts = [
         f"{counts['associations']} association(s)",
         f"{counts['concepts'] + counts['labels']} alias(es)",
@@ -467,8 +473,19 @@ def _report_line(run: _Run, extraction: Extraction) -> str:
     if counts["dropped"]:
         lossy = " (--lossy)" if run.settings.lossy else ""
         parts.append(f"{counts['dropped']} item(s) dropped{lossy}")
-    batch_path = join(run.settings.out, output_name(run.job.source))
-    return f"{run.job.source}: {', '.join(parts)} → {batch_path}"
+    return f"{run.job.source}: {', '.join(parts)} → {run.batch_path}"
+
+
+def _removal_lines(run: _Run, pieces: list[PieceState]) -> list[str]:
+    """One stderr line per removal, path first; the chunk named when there are several."""
+    lines = []
+    for piece in pieces:
+        where = f"chunk {piece.chunk_index + 1}/{len(run.chunks)} " if len(run.chunks) > 1 else ""
+        lines.extend(
+            f"{FAILURE_PREFIX}{run.job.source}: removed: {where}{removal.text}"
+            for removal in piece.removed
+        )
+    return lines
 
 
 def _piece_clause(chunk: Chunk) -> str:

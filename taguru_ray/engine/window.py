@@ -26,6 +26,8 @@ class SegmentWindow:
     _finished: dict[int, LazyContribution] = field(default_factory=dict)
     _ledger: LabelLedger = field(default_factory=LabelLedger)
     _folded: int = 0  # segments 0 .. _folded-1 are in the ledger
+    # Folded since the driver last drained them, for the claims ledger.
+    newly_folded: list[tuple[int, Contribution]] = field(default_factory=list)
     _changed: asyncio.Condition | None = None
 
     def _condition(self) -> asyncio.Condition:
@@ -46,18 +48,28 @@ class SegmentWindow:
         async with self._condition():
             await self._condition().wait_for(lambda: self.low_water >= index - self.width + 1)
 
+    def claims_upto(self, index: int) -> int:
+        """Segments below this index are visible to segment `index`."""
+        return max(index - self.width + 1, 0)
+
+    def drain_folded(self) -> list[tuple[int, Contribution]]:
+        folded, self.newly_folded = self.newly_folded, []
+        return folded
+
     def vocabulary_for(self, index: int) -> tuple[LabelUse, ...]:
         """The fold of segments 0 .. index-W.
 
         Call once `index` is eligible, in increasing index order: the ledger only
         grows, so the driver dispatches segments in name order.
         """
-        upto = max(index - self.width + 1, 0)
+        upto = self.claims_upto(index)
         if upto < self._folded:
             raise RuntimeError(f"vocabulary asked for segment {index} after a later one")
         while self._folded < upto:
-            contribution = self._finished.pop(self._folded)
-            self._ledger.absorb(contribution() if callable(contribution) else contribution)
+            lazy = self._finished.pop(self._folded)
+            contribution = lazy() if callable(lazy) else lazy
+            self._ledger.absorb(contribution)
+            self.newly_folded.append((self._folded, contribution))
             self._folded += 1
         return self._ledger.ranked()
 

@@ -18,7 +18,7 @@ import ray
 
 from taguru_ray.contract.records import Record
 from taguru_ray.engine.recorder import StoreRecorder
-from taguru_ray.engine.segment import SegmentJob, SegmentOutcome, extract_segment
+from taguru_ray.engine.segment import Model, SegmentJob, SegmentOutcome, extract_segment
 from taguru_ray.llm.client import ChatClient
 from taguru_ray.llm.gateway import GatewayAdmission
 from taguru_ray.settings import Settings
@@ -29,9 +29,10 @@ from taguru_ray.store.outdir import OutDir
 @ray.remote(num_cpus=0, max_concurrency=10_000)
 class SegmentWorker:
     def __init__(
-        self, settings: Settings, run_id: str, gateway: Any, diagnostics: Any | None
+        self, settings: Settings, run_id: str, gateway: Any, ledger: Any, diagnostics: Any | None
     ) -> None:
         self._settings = settings
+        self._ledger = ledger
         self._run_id = run_id
         self._admission = GatewayAdmission(gateway)
         self._diagnostics = diagnostics
@@ -71,15 +72,15 @@ class SegmentWorker:
             sidecar=emit if self._diagnostics is not None else None,
             sidecar_path=self._settings.diagnostics_out,
         )
+
+        async def claims(queries: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+            if not queries:
+                return {}
+            return await self._ledger.lookups.remote(queries, job.claims_upto)
+
+        model = Model(self._chat().complete, self._admission.next_attempt_seq, claims)
         try:
-            return await extract_segment(
-                job,
-                self._settings,
-                self._run_id,
-                self._chat().complete,
-                self._admission.next_attempt_seq,
-                recorder,
-            )
+            return await extract_segment(job, self._settings, self._run_id, model, recorder)
         finally:
             recorder.close()
             # The driver closes the sidecar after the last segment returns: every

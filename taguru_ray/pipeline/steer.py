@@ -30,19 +30,43 @@ class LabelUse:
 
 @dataclass(frozen=True)
 class Contribution:
-    """What one finished segment hands to later segments: its label uses, in first-use order."""
+    """What one finished segment hands to later segments.
+
+    Its label uses (first-use order) for the reuse vocabulary, and the names
+    its source file settles on for the claimed-names check: concept and label
+    names as the associations use them, and its aliases sorted by spelling
+    (the order import interns them in).
+    """
 
     labels: tuple[LabelUse, ...] = ()
+    concept_names: tuple[str, ...] = ()
+    label_names: tuple[str, ...] = ()
+    concept_aliases: tuple[tuple[str, str], ...] = ()
+    label_aliases: tuple[tuple[str, str], ...] = ()
 
     @staticmethod
     def of(associations: Iterable[Association], aliases: Iterable[Alias]) -> Contribution:
+        associations, aliases = list(associations), list(aliases)
         counts: dict[str, int] = {}
+        concepts: dict[str, None] = {}
         for association in associations:
             counts[association.label] = counts.get(association.label, 0) + 1
+            concepts.setdefault(association.subject)
+            concepts.setdefault(association.object)
         for alias in aliases:
             if alias.kind == "label":
                 counts[alias.canonical] = counts.get(alias.canonical, 0) + 1
-        return Contribution(tuple(LabelUse(label, n) for label, n in counts.items()))
+        return Contribution(
+            labels=tuple(LabelUse(label, n) for label, n in counts.items()),
+            concept_names=tuple(concepts),
+            label_names=tuple(dict.fromkeys(a.label for a in associations)),
+            concept_aliases=tuple(
+                sorted((a.alias, a.canonical) for a in aliases if a.kind == "concept")
+            ),
+            label_aliases=tuple(
+                sorted((a.alias, a.canonical) for a in aliases if a.kind == "label")
+            ),
+        )
 
 
 @dataclass

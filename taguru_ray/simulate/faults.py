@@ -22,6 +22,21 @@ Kinds and what the client sees:
   text does not contain.
 - `foreign`: the answer plus one association labelled `适用法律`, an
   ideograph outside the Japanese repertoire.
+
+Contract faults — valid JSON whose items break the answer contract, each
+aimed at one path of the validate/reconcile steps (they need the answer to
+have at least one association; without one the plain answer goes out):
+
+- `bad_weight`: the first association's weight is the string "strong" (a
+  corrective issue).
+- `empty_field`: one more association whose object is "" (a mechanical
+  removal).
+- `self_alias`: an alias mapping the first subject to itself (a removal).
+- `shadow_alias`: an alias whose spelling is the first association's object
+  (a Stage 2 shadowing issue).
+- `conflict_alias`: two aliases mapping one new spelling to two different
+  names (a Stage 2 conflict).
+- `dangling_alias`: an alias whose canonical names nothing (a Stage 2 prune).
 """
 
 from __future__ import annotations
@@ -49,6 +64,12 @@ FaultKind = Literal[
     "refusal",
     "fabricated",
     "foreign",
+    "bad_weight",
+    "empty_field",
+    "self_alias",
+    "shadow_alias",
+    "conflict_alias",
+    "dangling_alias",
 ]
 FAULT_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
 HTTP_FAULTS: frozenset[FaultKind] = frozenset({"429", "500", "503"})
@@ -288,7 +309,41 @@ def completion_for(kind: FaultKind | None, answer: str, haystack: str) -> Comple
         return Completion("", "stop")
     if kind == "refusal":
         return Completion(None, "content_filter")
+    if kind in CONTRACT_FAULTS:
+        return Completion(_breaking_contract(kind, answer), "stop")
     return Completion(_with_extra_association(kind, answer, haystack), "stop")
+
+
+CONTRACT_FAULTS: frozenset[FaultKind] = frozenset(
+    {"bad_weight", "empty_field", "self_alias", "shadow_alias", "conflict_alias", "dangling_alias"}
+)
+CONFLICT_SPELLING = "the same one"
+DANGLING_CANONICAL = "存在しない"
+
+
+def _breaking_contract(kind: FaultKind, answer: str) -> str:
+    """The answer with one contract fault of `kind` added (see the module docstring)."""
+    out = json.loads(answer)
+    associations: list[dict[str, Any]] = out["associations"]
+    if not associations:
+        return answer
+    first = associations[0]
+    subject, obj = first["subject"], first["object"]
+    aliases: list[dict[str, Any]] = out.setdefault("aliases", [])
+    if kind == "bad_weight":
+        first["weight"] = "strong"
+    elif kind == "empty_field":
+        associations.append({"subject": subject, "label": first["label"], "object": ""})
+    elif kind == "self_alias":
+        aliases.append({"alias": subject, "canonical": subject, "kind": "concept"})
+    elif kind == "shadow_alias":
+        aliases.append({"alias": obj, "canonical": subject, "kind": "concept"})
+    elif kind == "conflict_alias":
+        aliases.append({"alias": CONFLICT_SPELLING, "canonical": subject, "kind": "concept"})
+        aliases.append({"alias": CONFLICT_SPELLING, "canonical": obj, "kind": "concept"})
+    else:
+        aliases.append({"alias": subject + "?", "canonical": DANGLING_CANONICAL, "kind": "concept"})
+    return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
 
 
 def _with_extra_association(kind: FaultKind, answer: str, haystack: str) -> str:

@@ -1,0 +1,164 @@
+"""The trace of one written segment, in the order CONTRACT.md section 4.1 gives.
+
+segment, steering, chunk ×N, piece ×output, item ×line, loss ×lost item,
+paragraph ×canonical paragraph. Pure: built from values the steps produced,
+so the loss rate (lost ÷ (kept + lost)) and paragraph coverage fold from the
+records alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from taguru_ray.contract.records import Record
+from taguru_ray.pipeline.mechanical import Removal
+from taguru_ray.pipeline.merge import Extraction, Loss
+from taguru_ray.pipeline.plan import Chunk
+from taguru_ray.pipeline.reconcile import PieceState
+from taguru_ray.pipeline.steer import LabelUse
+from taguru_ray.pipeline.verify import paragraph_records
+from taguru_ray.text.paragraphs import Paragraph
+
+
+@dataclass(frozen=True)
+class SegmentFacts:
+    run_id: str
+    source: str
+    segment_sha256: str
+    batch_path: str
+    system_sha256: str
+    vocabulary: tuple[LabelUse, ...]
+
+
+def chunk_record(chunk: Chunk, source: str | None = None) -> Record:
+    """The `chunk` record; the sidecar's carries the source, the trace's does not."""
+    record: Record = {"type": "chunk"}
+    if source is not None:
+        record["source"] = source
+    record.update(
+        chunk_index=chunk.index,
+        chunk_total=chunk.total,
+        chunk_sha256=chunk.sha256,
+        chunk_bytes=chunk.bytes,
+        paragraph_first=chunk.paragraph_first,
+        paragraph_last=chunk.paragraph_last,
+    )
+    return record
+
+
+def trace_records(
+    facts: SegmentFacts,
+    chunks: Sequence[Chunk],
+    pieces: Sequence[PieceState],
+    paragraphs: Sequence[Paragraph],
+    extraction: Extraction,
+    items: list[Record],
+) -> list[Record]:
+    records: list[Record] = [
+        {
+            "type": "segment",
+            "run_id": facts.run_id,
+            "source": facts.source,
+            "segment_sha256": facts.segment_sha256,
+            "batch_path": facts.batch_path,
+            "chunk_total": len(chunks),
+        },
+        {
+            "type": "steering",
+            "chunk_index": None,
+            "candidates": [],
+            "system_sha256": facts.system_sha256,
+            "vocabulary": [use.to_json() for use in facts.vocabulary],
+            "context_names": [],
+            "schema": None,
+        },
+    ]
+    records.extend(chunk_record(chunk) for chunk in chunks)
+    by_index = {chunk.index: chunk for chunk in chunks}
+    for piece in pieces:
+        chunk = by_index[piece.chunk_index]
+        records.append(
+            {
+                "type": "piece",
+                "piece_id": piece.piece_id,
+                "chunk_index": piece.chunk_index,
+                "chunk_sha256": chunk.sha256,
+                "piece_bytes": chunk.bytes,
+                "paragraph_first": chunk.paragraph_first,
+                "paragraph_last": chunk.paragraph_last,
+                "reused": piece.attempt is None or piece.attempt.get("run_id") != facts.run_id,
+                "attempt": piece.attempt,
+            }
+        )
+    records.extend(items)
+    texts = _Texts(paragraphs, {chunk.sha256: chunk.text for chunk in chunks})
+    for piece in pieces:
+        for removal in piece.removed:
+            records.append(_removal_loss("removed", removal, piece, texts))
+        for drop in piece.dropped:
+            records.append(_removal_loss("dropped", drop, piece, texts))
+    attempts = {piece.piece_id: piece.attempt for piece in pieces}
+    records.extend(
+        _merge_loss(loss, attempts.get(loss.piece_id), texts) for loss in extraction.losses
+    )
+    records.extend(
+        paragraph_records(
+            paragraphs,
+            (a for a, _ in extraction.associations),
+            (q for q, _ in extraction.questions),
+        )
+    )
+    return records
+
+
+@dataclass(frozen=True)
+class _Texts:
+    paragraphs: Sequence[Paragraph]
+    pieces: dict[str, str]
+
+    def cited(self, value: Any) -> int | None:
+        valid = isinstance(value, int) and not isinstance(value, bool)
+        return value if valid and 0 <= value < len(self.paragraphs) else None
+
+    def place(self, record: Record, paragraph: int | None, piece_id: str) -> Record:
+        """The original text an item was about: its cited paragraph, else the whole piece."""
+        if paragraph is not None:
+            record["paragraph"] = paragraph
+            record["text"] = self.paragraphs[paragraph].text
+        else:
+            record["text"] = self.pieces.get(piece_id, "")
+        return record
+
+
+def _removal_loss(reason: str, removal: Removal, piece: PieceState, texts: _Texts) -> Record:
+    raw = removal.item
+    record: Record = {
+        "type": "loss",
+        "item": removal.kind,
+        "reason": reason,
+        "rule": removal.reason,
+        "path": removal.path,
+        "raw": raw,
+        "piece_id": piece.piece_id,
+        "attempt": piece.attempt,
+    }
+    cited = texts.cited(raw.get("paragraph")) if isinstance(raw, dict) else None
+    return texts.place(record, cited, piece.piece_id)
+
+
+def _merge_loss(loss: Loss, attempt: Record | None, texts: _Texts) -> Record:
+    record: Record = {
+        "type": "loss",
+        "item": loss.item,
+        "reason": loss.reason,
+        "rule": loss.rule,
+        "raw": loss.raw,
+        "piece_id": loss.piece_id,
+        "attempt": attempt,
+    }
+    texts.place(record, loss.paragraph, loss.piece_id)
+    if loss.kept_piece_id is not None:
+        record["kept_piece_id"] = loss.kept_piece_id
+    return record
