@@ -195,3 +195,25 @@ def test_mechanical_removals_are_named_counted_and_in_the_sidecar(cli: Cli, tmp_
     segments = {r["source"]: r for r in records(sidecar) if r["type"] == "segment"}
     assert segments[beta]["removed"] == 1
     assert assert_every_source_file_imports(tmp_path) == 2
+
+
+def test_an_alias_rewiring_an_earlier_segments_name_is_pruned_within_the_window(
+    cli: Cli, tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("The Alpha Service (AS) stores records in Postgres.\n")
+    (docs / "b.md").write_text("The Beta Gateway (AS) forwards requests to Nginx.\n")
+    b = str(docs / "b.md")
+    for window, pruned in (("1", True), ("2", False)):
+        out = tmp_path / f"out{window}"
+        result = cli.extract("--context", CONTEXT, "--out", str(out), "--segment-window", window,
+                             str(docs))
+        assert result.returncode == 0, result.stderr
+        aliases = parse_source_file((out / output_name(b)).read_bytes()).aliases
+        if pruned:  # b sees a's claims: AS already names the Alpha Service
+            assert aliases == []
+            assert (f"{b}: removed: aliases[0]: alias \"AS\" already names a concept an "
+                    "earlier segment or the target context settled on") in result.stderr
+        else:  # b runs beside a and sees nothing of it: the window's documented cost
+            assert [(a.alias, a.canonical) for a in aliases] == [("AS", "Beta Gateway")]
