@@ -207,13 +207,16 @@ def test_an_alias_rewiring_an_earlier_segments_name_is_pruned_within_the_window(
     b = str(docs / "b.md")
     for window, pruned in (("1", True), ("2", False)):
         out = tmp_path / f"out{window}"
-        result = cli.extract("--context", CONTEXT, "--out", str(out), "--segment-window", window,
-                             str(docs))
+        result = cli.extract(
+            "--context", CONTEXT, "--out", str(out), "--segment-window", window, str(docs)
+        )
         assert result.returncode == 0, result.stderr
         aliases = parse_source_file((out / output_name(b)).read_bytes()).aliases
         if pruned:  # b sees a's claims: AS already names the Alpha Service
             assert aliases == []
-            assert (f"{b}: removed: aliases[0]: alias \"AS\" already names a concept an "
-                    "earlier segment or the target context settled on") in result.stderr
+            assert (
+                f'{b}: removed: aliases[0]: alias "AS" already names a concept an '
+                "earlier segment or the target context settled on"
+            ) in result.stderr
         else:  # b runs beside a and sees nothing of it: the window's documented cost
             assert [(a.alias, a.canonical) for a in aliases] == [("AS", "Beta Gateway")]

@@ -1,9 +1,12 @@
 from taguru_ray.contract.items import Alias, Association
 from taguru_ray.pipeline.claims import ClaimLedger, rewires
 from taguru_ray.pipeline.mechanical import Removal
+from taguru_ray.pipeline.plan import Block, Piece
 from taguru_ray.pipeline.reconcile import PieceState, claim_queries, prune_claimed
 from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.pipeline.validate import PieceOutput
+
+PIECE = Piece(0, 1, (Block(0, "[0] x"),))
 
 
 def earlier() -> ClaimLedger:
@@ -32,7 +35,7 @@ def piece_with(*aliases: tuple[str, str, str]) -> PieceState:
         aliases=[{"alias": a, "canonical": c, "kind": k} for a, c, k in aliases],
         questions=[],
     )
-    return PieceState("p", 0, output, None, "", "")
+    return PieceState(PIECE, output, None, "", "")
 
 
 def test_an_alias_that_would_rewire_an_earlier_claim_is_pruned() -> None:

@@ -8,12 +8,15 @@ from typing import Any
 import pytest
 
 from taguru_ray.pipeline.mechanical import Offered, Removal, judge, lossy_pass
+from taguru_ray.pipeline.plan import Block, Piece
 from taguru_ray.pipeline.reconcile import PieceState, prune_dangling
 from taguru_ray.pipeline.validate import Rules
 from taguru_ray.text.occurrence import Haystack
 from tests.anchor import fixture_names, load_fixture, requires_anchor
 
 pytestmark = requires_anchor
+
+PIECE = Piece(0, 1, (Block(0, "[0] x"),))
 
 
 def names_of(answer: dict[str, Any]) -> str:
@@ -28,7 +31,7 @@ def names_of(answer: dict[str, Any]) -> str:
 def strict(answer: dict[str, Any], rules: Rules, haystack: str) -> tuple[list[str], list[str]]:
     judgement = judge(answer, rules, Haystack(haystack), Offered())
     piece = PieceState(
-        "p", 0, judgement.output(rules), None, json.dumps(answer), "", list(judgement.removals)
+        PIECE, judgement.output(rules), None, json.dumps(answer), "", list(judgement.removals)
     )
     if not judgement.issues:
         prune_dangling([piece])
@@ -42,7 +45,7 @@ def test_removed_fixture_removes_exactly_its_paths(name: str) -> None:
     text = fixture.get("segment", fixture.get("document"))
     judgement = judge(fixture["answer"], rules, Haystack(text), Offered())
     assert judgement.issues == []
-    piece = PieceState("p", 0, judgement.output(rules), None, "", "", list(judgement.removals))
+    piece = PieceState(PIECE, judgement.output(rules), None, "", "", list(judgement.removals))
     prune_dangling([piece])
     # Older fixtures say "document"; since ADR 0040 the wording is "segment".
     expected = [line.replace("document", "segment") for line in fixture["removed"]]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taguru_ray.contract.source_file import parse_source_file
-from taguru_ray.engine.segment import Model, SegmentJob, SegmentOutcome, extract_segment
+from taguru_ray.engine.segment import Model, Resume, SegmentJob, SegmentOutcome, extract_segment
 from taguru_ray.llm.client import Completion, CompletionRequest
 from taguru_ray.settings import Settings
 
@@ -37,6 +37,7 @@ def answer(*triples: tuple[str, str, str, int]) -> str:
 @dataclass
 class MemoryRecorder:
     units: dict[str, dict[str, Any]] = field(default_factory=dict)
+    splits: dict[str, int] = field(default_factory=dict)
     log_records: list[dict[str, Any]] = field(default_factory=list)
     sidecar_records: list[dict[str, Any]] = field(default_factory=list)
     saved: list[str] = field(default_factory=list)
@@ -44,10 +45,11 @@ class MemoryRecorder:
     fresh: bool | None = None
     sidecar_path: str | None = None
 
-    def load_units(
-        self, fingerprint: dict[str, Any], *, discard: bool
-    ) -> tuple[dict[str, Any], str | None]:
-        return ({} if discard else dict(self.units)), None
+    def load(self, fingerprint: dict[str, Any], *, discard: bool) -> tuple[Resume, str | None]:
+        return (Resume() if discard else Resume(dict(self.units), dict(self.splits))), None
+
+    async def save_split(self, piece_id: str, cap: int) -> None:
+        self.splits[piece_id] = cap
 
     async def begin(self, records: list[dict[str, Any]], *, fresh: bool) -> None:
         self.fresh = fresh

@@ -81,7 +81,8 @@ def test_a_bad_config_line_is_named(tmp_path: Path) -> None:
 def test_unbuilt_features_are_refused_not_ignored() -> None:
     assert "--candidates is not supported yet" in usage("--candidates")
     assert settings("--lossy").lossy is True
-    assert "not supported yet" in usage("--structured-output", "json-schema")
+    assert "not supported yet" in usage("--chunk-context", "structure")
+    assert settings("--structured-output", "json-schema").structured_output == "json-schema"
     assert "not supported yet" in usage(env={"TAGURU_EXTRACT_CANDIDATES": "1"})
     settings("--structured-output", "off")  # the default is fine
 

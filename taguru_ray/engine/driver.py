@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import ray
 
 from taguru_ray.contract.names import join, output_name, written_id
@@ -24,6 +25,8 @@ from taguru_ray.contract.source_file import SourceFileError, parse_source_file
 from taguru_ray.engine.segment import FAILURE_PREFIX, SegmentJob, SegmentOutcome
 from taguru_ray.engine.window import OrderedReport, SegmentWindow
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, StartupError, UsageError
+from taguru_ray.llm.client import ChatClient
+from taguru_ray.llm.ladder import PINNED, PROMPTED, probe
 from taguru_ray.pipeline.plan import plan_chunks
 from taguru_ray.pipeline.read import SegmentRefused, read_segment, segment_sha256
 from taguru_ray.pipeline.steer import Contribution
@@ -218,7 +221,7 @@ class _Run:
         from taguru_ray.llm.gateway import Gateway
 
         settings = self.settings
-        gateway = Gateway.remote(settings.max_inflight)
+        gateway = Gateway.remote(settings.max_inflight, await self._resolve_rung())
         self.ledger = Ledger.remote()
         diagnostics = (
             DiagnosticsWriter.remote(settings.diagnostics_out, self.run_id)
@@ -269,6 +272,26 @@ class _Run:
             f"of {tally.total} segment(s)"
         )
         return EXIT_FAILED if tally.failed else EXIT_OK
+
+    async def _resolve_rung(self) -> str | None:
+        """The run's starting rung: none off the ladder, the pinned one, or `auto`'s probe."""
+        settings = self.settings
+        if settings.structured_output == "auto":
+            async with httpx.AsyncClient() as http:
+                assert settings.url is not None
+                client = ChatClient(
+                    http,
+                    settings.url,
+                    settings.model,
+                    api_key=settings.api_key,
+                    timeout_secs=settings.timeout_secs,
+                )
+                rung, why = await probe(client.complete)
+            self.console.err(f"{FAILURE_PREFIX}structured output: auto resolved to {rung} ({why})")
+            return rung
+        if settings.structured_output in PINNED:
+            return PINNED[settings.structured_output]
+        return PROMPTED if settings.max_output_tokens else None
 
     async def _failed_before_start(self, index: int, source: str, why: str) -> None:
         self.tally.failed += 1

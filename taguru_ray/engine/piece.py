@@ -1,26 +1,33 @@
-"""One piece through prompt → call → parse → validate, with corrective laps.
+"""One round of one piece: prompt → call → parse → validate, with corrective laps.
 
-This is the legacy loop of seed 000 (no structured output, no output budget):
-an answer that is not the JSON object, or that keeps issues the mechanical
-pass cannot remove, earns a corrective turn — the conversation rebuilt from
-the base pair plus only the latest bad answer — until
-TAGURU_EXTRACT_MAX_ATTEMPTS is spent. An empty answer earns at most one
-correction; a refusal ends the piece at once; a cut-off answer that still
-parses is judged like any other, one that does not is asked for a shorter
-answer. Stage 2's single corrective turn (`correct_once`) is the same lap with
-a different ask. Ray-free and disk-free: the model and the records are ports.
+A round runs at one rung of the structured-output ladder. An answer that is
+not the JSON object, or keeps issues the mechanical pass cannot remove, earns
+a corrective turn — the conversation rebuilt from the base pair plus only the
+latest bad answer — until TAGURU_EXTRACT_MAX_ATTEMPTS is spent. An empty
+answer earns at most one correction; a refusal ends the piece at once.
+
+Off the ladder (no --structured-output, no --max-output-tokens) a cut-off
+answer that parses is judged like any other and one that does not is asked
+for a shorter answer. On the ladder a cut-off answer is never asked to
+shrink: it is a runaway (ADR 0035), or it escalates once to the larger
+budget (ADR 0019), or the round is exhausted and the caller demotes or
+splits; a timeout exhausts the round at once (ADR 0020). Stage 2's single
+corrective turn (`correct_once`) is the same lap with a different ask.
+Ray-free and disk-free: the model and the records are ports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from taguru_ray.contract.records import Record, attempt_ref
 from taguru_ray.llm.client import Completion, CompletionRequest
+from taguru_ray.llm.ladder import LadderConfig, non_conformance, response_format
 from taguru_ray.pipeline.mechanical import Offered, Removal, judge, lossy_pass
 from taguru_ray.pipeline.parse import Answer, parse_answer
+from taguru_ray.pipeline.plan import Piece
 from taguru_ray.pipeline.prompt import (
     Conversation,
     empty_ask,
@@ -38,18 +45,25 @@ REFUSAL_REASONS = {"content_filter", "refusal"}
 class PieceFailed(Exception):
     """The piece could not be extracted; the message is the failure line's tail."""
 
+    def __init__(self, message: str, piece: Piece | None = None) -> None:
+        super().__init__(message)
+        self.piece = piece  # the innermost piece the ladder was working on
+
 
 @dataclass(frozen=True)
 class PieceSpec:
-    """Everything the loop needs to know about one piece."""
+    """Everything a round needs to know about one piece."""
 
-    piece_id: str
-    chunk_index: int
+    piece: Piece
     source: str
     conversation: Conversation
     rules: Rules
     haystack: Haystack  # the text the model was shown, for the occurrence check
     offered: Offered = field(default_factory=Offered)
+
+    @property
+    def piece_id(self) -> str:
+        return self.piece.sha256
 
 
 @dataclass(frozen=True)
@@ -59,6 +73,7 @@ class LoopPolicy:
     fact_budget: int
     run_id: str
     lossy: bool = False
+    ladder: LadderConfig = field(default_factory=lambda: LadderConfig.of("off", 0, 2, 8))
 
 
 @dataclass(frozen=True)
@@ -70,9 +85,30 @@ class Accepted:
     dropped: list[Removal]  # parse-time drops (--lossy)
 
 
+@dataclass(frozen=True)
+class Exhausted:
+    """A ladder round that ended without an answer: the caller demotes or splits."""
+
+    kind: Literal["length", "timeout", "runaway"]
+    rung: str | None
+    budget: int | None = None  # the last max_tokens sent
+    answer_bytes: int = 0
+
+
 Complete = Callable[[CompletionRequest], Awaitable[Completion]]
 NextSeq = Callable[[], Awaitable[int]]
-OnAttempt = Callable[[Record], Awaitable[None]]
+OnRecord = Callable[[Record], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Wire:
+    """The ports of a round: the model, the run-wide attempt counter, the records."""
+
+    complete: Complete
+    next_seq: NextSeq
+    on_attempt: OnRecord
+    on_move: OnRecord
+    on_note: Callable[[str], None] = lambda note: None
 
 
 @dataclass(frozen=True)
@@ -125,36 +161,63 @@ def _judge(completion: Completion, spec: PieceSpec, lossy: bool) -> _Verdict:
     )
 
 
-async def extract_piece(
-    spec: PieceSpec,
-    policy: LoopPolicy,
-    complete: Complete,
-    next_seq: NextSeq,
-    on_attempt: OnAttempt,
-) -> Accepted:
-    """Run the loop; returns the accepted answer or raises PieceFailed."""
-    messages = spec.conversation.base()
+@dataclass
+class _Lap:
+    """The running state of one round."""
+
+    messages: list[dict[str, str]]
+    budget: int | None
+    attempt: int = 1
+    judged: int = 0  # answers judged for correction (escalated resends are not)
+    escalated: bool = False
+    empty_corrected: bool = False
     corrects: Record | None = None
-    empty_corrected = False
-    attempt = 1
+
+
+async def run_round(
+    spec: PieceSpec, policy: LoopPolicy, wire: Wire, rung: str | None
+) -> Accepted | Exhausted:
+    """One round at `rung` (None off the ladder); raises PieceFailed on a terminal answer."""
+    ladder = policy.ladder
+    lap = _Lap(spec.conversation.base(), ladder.max_output_tokens if ladder.engaged else None)
     while True:
-        seq = await next_seq()  # issue order: numbered as it is sent, not as it returns
-        completion = await complete(CompletionRequest(messages))
-        verdict = _judge(completion, spec, policy.lossy)
-        record = _attempt_record(
-            spec,
-            policy,
-            "item",
-            attempt,
-            policy.max_attempts,
-            seq,
-            corrects,
-            messages,
-            completion,
-            verdict,
+        seq = await wire.next_seq()  # issue order: numbered as it is sent, not as it returns
+        request = CompletionRequest(
+            lap.messages,
+            max_tokens=lap.budget,
+            response_format=response_format(rung) if rung else None,
+            retry_timeouts=not ladder.engaged,
         )
-        await on_attempt(record)
+        completion = await wire.complete(request)
+        verdict = _judge(completion, spec, policy.lossy)
+        await wire.on_attempt(
+            _attempt_record(
+                spec,
+                policy,
+                "item",
+                lap.attempt,
+                seq,
+                lap.corrects,
+                request,
+                completion,
+                verdict,
+                rung,
+            )
+        )
         this = attempt_ref(policy.run_id, seq)
+        if ladder.engaged:
+            exhausted = await _ladder_step(spec, policy, wire, rung, lap, completion, verdict)
+            if exhausted is not None:
+                return exhausted
+            if lap.escalated and verdict.cut_off:
+                continue  # the neutral resend at the escalated budget
+            if rung and verdict.state != "refusal":
+                why = non_conformance(rung, completion.text)
+                if why:
+                    wire.on_note(
+                        "provider non-conformance: the answer violated the requested "
+                        f"response_format ({why})"
+                    )
         if verdict.clean:
             assert verdict.output is not None
             return Accepted(
@@ -164,14 +227,77 @@ async def extract_piece(
                 list(verdict.removed),
                 list(verdict.dropped),
             )
-        _fail_if_final(verdict, attempt, policy.max_attempts, empty_corrected)
+        lap.judged += 1
+        _fail_if_final(verdict, lap.judged, policy.max_attempts, lap.empty_corrected)
         if verdict.empty:
-            empty_corrected = True
-        messages = spec.conversation.corrective(
+            lap.empty_corrected = True
+        lap.messages = spec.conversation.corrective(
             completion.text or "", _ask(verdict, policy), policy.replay_cap
         )
-        corrects = this
-        attempt += 1
+        lap.corrects = this
+        lap.attempt += 1
+
+
+async def _ladder_step(
+    spec: PieceSpec,
+    policy: LoopPolicy,
+    wire: Wire,
+    rung: str | None,
+    lap: _Lap,
+    completion: Completion,
+    verdict: _Verdict,
+) -> Exhausted | None:
+    """What the ladder does with a timeout or a cut-off answer (None: carry on)."""
+    if verdict.state == "timeout":
+        return Exhausted("timeout", rung, lap.budget)
+    if not verdict.cut_off:
+        return None
+    ladder = policy.ladder
+    answer_bytes = len((completion.text or "").encode("utf-8"))
+    piece_bytes = spec.piece.bytes
+    if ladder.runaway_ratio and answer_bytes > ladder.runaway_ratio * piece_bytes:
+        await wire.on_move(
+            move_record(
+                policy.run_id,
+                spec,
+                "runaway",
+                f"a {answer_bytes} B answer cut off for a {piece_bytes} B piece is over "
+                f"{ladder.runaway_ratio}× its input — a runaway; no escalation, no split",
+                piece_bytes=piece_bytes,
+                answer_bytes=answer_bytes,
+            )
+        )
+        return Exhausted("runaway", rung, lap.budget, answer_bytes)
+    if lap.budget is not None and not lap.escalated:
+        higher = ladder.escalated(lap.budget)
+        shown = higher if higher is not None else "no cap"
+        await wire.on_move(
+            move_record(
+                policy.run_id,
+                spec,
+                "escalate",
+                f"the answer was cut off at max_tokens {lap.budget}; resending once at {shown}",
+                from_max_tokens=lap.budget,
+                to_max_tokens=higher,
+            )
+        )
+        lap.budget, lap.escalated = higher, True
+        lap.attempt += 1
+        return None
+    return Exhausted("length", rung, lap.budget)
+
+
+def move_record(run_id: str, spec: PieceSpec, move: str, reason: str, **fields: Any) -> Record:
+    """An attempts-log `move` record (ADR 0029): what the ladder did, in the stderr's words."""
+    return {
+        "type": "move",
+        "move": move,
+        "run_id": run_id,
+        "piece_id": spec.piece_id,
+        "chunk_index": spec.piece.index,
+        "reason": reason,
+        **fields,
+    }
 
 
 def _ask(verdict: _Verdict, policy: LoopPolicy) -> str:
@@ -187,41 +313,68 @@ def _ask(verdict: _Verdict, policy: LoopPolicy) -> str:
 async def correct_once(
     spec: PieceSpec,
     policy: LoopPolicy,
+    wire: Wire,
+    rung: str | None,
     answer: str,
     issues: list[str],
     corrects: Record | None,
-    complete: Complete,
-    next_seq: NextSeq,
-    on_attempt: OnAttempt,
 ) -> Accepted | None:
     """Stage 2's one corrective turn: the corrected answer, or None when it left its
-    issues standing (invalid, cut off, refused or empty). Transport failures raise."""
+    issues standing (invalid, cut off, refused or empty). Transport failures raise.
+
+    On the ladder a cut-off correction is resent once at the escalated budget
+    (ADR 0032); there is no piece to split, so cut off again it stands.
+    """
+    ladder = policy.ladder
     messages = spec.conversation.corrective(
         answer, validation_ask(format_corrective_issues(issues), len(issues)), policy.replay_cap
     )
-    seq = await next_seq()
-    completion = await complete(CompletionRequest(messages))
-    verdict = _judge(completion, spec, lossy=False)
-    await on_attempt(
-        _attempt_record(
-            spec, policy, "cross_chunk", 1, 1, seq, corrects, messages, completion, verdict
+    budget = ladder.max_output_tokens if ladder.engaged else None
+    escalated = False
+    while True:
+        seq = await wire.next_seq()
+        request = CompletionRequest(
+            messages, max_tokens=budget, response_format=response_format(rung) if rung else None
         )
-    )
-    if verdict.state in ("timeout", "transport"):
-        raise PieceFailed(f"the cross-chunk corrective turn failed: {verdict.parse_error}")
-    if not verdict.clean or verdict.cut_off:
-        return None
-    assert verdict.output is not None
-    return Accepted(
-        verdict.output,
-        completion.text or "",
-        attempt_ref(policy.run_id, seq),
-        list(verdict.removed),
-        [],
-    )
+        completion = await wire.complete(request)
+        verdict = _judge(completion, spec, lossy=False)
+        await wire.on_attempt(
+            _attempt_record(
+                spec, policy, "cross_chunk", 1, seq, corrects, request, completion, verdict, rung
+            )
+        )
+        if verdict.state in ("timeout", "transport"):
+            raise PieceFailed(
+                f"the cross-chunk corrective turn failed: {verdict.parse_error}", spec.piece
+            )
+        if verdict.cut_off and budget is not None and not escalated:
+            higher = ladder.escalated(budget)
+            await wire.on_move(
+                move_record(
+                    policy.run_id,
+                    spec,
+                    "escalate",
+                    f"the cross-chunk correction was cut off at max_tokens {budget}; resending "
+                    f"once at {higher if higher is not None else 'no cap'}",
+                    from_max_tokens=budget,
+                    to_max_tokens=higher,
+                )
+            )
+            budget, escalated = higher, True
+            continue
+        if not verdict.clean or verdict.cut_off:
+            return None
+        assert verdict.output is not None
+        return Accepted(
+            verdict.output,
+            completion.text or "",
+            attempt_ref(policy.run_id, seq),
+            list(verdict.removed),
+            [],
+        )
 
 
-def _fail_if_final(verdict: _Verdict, attempt: int, max_attempts: int, empty_used: bool) -> None:
+def _fail_if_final(verdict: _Verdict, judged: int, max_attempts: int, empty_used: bool) -> None:
     if verdict.state in ("timeout", "transport"):
         raise PieceFailed(verdict.parse_error or verdict.state)
     if verdict.refusal:
@@ -234,7 +387,7 @@ def _fail_if_final(verdict: _Verdict, attempt: int, max_attempts: int, empty_use
             "the model answered empty again after its one correction — a thinking model may "
             "have spent its whole budget before answering"
         )
-    if attempt < max_attempts:
+    if judged < max_attempts:
         return
     if verdict.empty:
         raise PieceFailed("the model's answer was empty")
@@ -251,12 +404,12 @@ def _attempt_record(
     policy: LoopPolicy,
     stage: str,
     attempt: int,
-    max_attempts: int,
     seq: int,
     corrects: Record | None,
-    messages: list[dict[str, str]],
+    request: CompletionRequest,
     completion: Completion,
     verdict: _Verdict,
+    rung: str | None,
 ) -> Record:
     """The attempts-log record; the sidecar's is derived from it by the recorder."""
     record: Record = {"type": "attempt", "run_id": policy.run_id, "attempt_seq": seq}
@@ -266,20 +419,25 @@ def _attempt_record(
     record.update(
         piece_id=spec.piece_id,
         source=spec.source,
-        chunk_index=spec.chunk_index,
+        chunk_index=spec.piece.index,
         stage=stage,
         attempt=attempt,
-        max_attempts=max_attempts,
+        max_attempts=policy.max_attempts,
         state=verdict.state,
         length_limited=verdict.cut_off,
         transport_retries=completion.transport_retries,
         elapsed_seconds=round(completion.elapsed_seconds, 3),
-        requested_max_tokens=None,
+        requested_max_tokens=request.max_tokens,
+    )
+    if policy.ladder.engaged:
+        record["rung"] = rung
+        record["piece_bytes"] = spec.piece.bytes
+    record.update(
         finish_reason=completion.finish_reason,
         input_tokens=completion.input_tokens,
         output_tokens=completion.output_tokens,
         total_tokens=completion.total_tokens,
-        messages=[_logged_message(message) for message in messages],
+        messages=[_logged_message(message) for message in request.messages],
         answer=completion.text if completion.outcome == "answer" else None,
         parse_error=verdict.parse_error,
         validation_issues=list(verdict.issues) or None,

@@ -14,6 +14,7 @@ from typing import Any
 
 from taguru_ray.contract.names import attempts_name, output_name
 from taguru_ray.contract.records import Record
+from taguru_ray.engine.segment import Resume
 from taguru_ray.store.checkpoints import Checkpoint
 from taguru_ray.store.logs import AttemptsLog
 from taguru_ray.store.outdir import TRACE, OutDir
@@ -39,15 +40,13 @@ class StoreRecorder:
         self._log = AttemptsLog(out, f"{TRACE}/{attempts_name(source)}") if trace_attempts else None
         self._lock = asyncio.Lock()
 
-    def load_units(
-        self, fingerprint: dict[str, Any], *, discard: bool
-    ) -> tuple[dict[str, Record], str | None]:
-        """The checkpoint's usable units; `discard` (--force) starts from none."""
+    def load(self, fingerprint: dict[str, Any], *, discard: bool) -> tuple[Resume, str | None]:
+        """The checkpoint's usable units and splits; `discard` (--force) starts from none."""
         self._checkpoint = Checkpoint(self._out, self._source, fingerprint)
         if discard:
-            return {}, None
+            return Resume(), None
         note = self._checkpoint.load()
-        return dict(self._checkpoint.units), note
+        return Resume(dict(self._checkpoint.units), dict(self._checkpoint.splits)), note
 
     def _ensure_checkpoint(self) -> Checkpoint:
         if self._checkpoint is None:
@@ -73,6 +72,11 @@ class StoreRecorder:
         checkpoint = self._ensure_checkpoint()
         async with self._lock:
             await asyncio.to_thread(checkpoint.save, piece_id, unit)
+
+    async def save_split(self, piece_id: str, cap: int) -> None:
+        checkpoint = self._ensure_checkpoint()
+        async with self._lock:
+            await asyncio.to_thread(checkpoint.save_split, piece_id, cap)
 
     async def finish(self, source_file: bytes, trace: bytes) -> list[str]:
         name = output_name(self._source)

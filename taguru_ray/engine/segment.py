@@ -1,11 +1,13 @@
 """One segment, end to end: read → plan → steer → pieces → reconcile → merge → render → verify.
 
 This is the interpreter of the pipeline for one segment. It decides nothing
-the pipeline steps decide; it runs their laps, holds the checkpoint units,
-and hands every record to a `SegmentRecorder` port. Ray-free, network-free
-and disk-free, so a whole segment runs in a unit test with canned answers.
-Chunks run concurrently up to --parallel, claimed in index order, and merge
-in chunk order: the bytes never depend on which completion came back first.
+the pipeline steps decide; it runs their laps, climbs the ladder (escalate,
+demote, split), holds the checkpoint units, and hands every record to a
+`SegmentRecorder` port. Ray-free, network-free and disk-free, so a whole
+segment runs in a unit test with canned answers. Chunks run concurrently up
+to --parallel, claimed in index order, and merge in chunk order (a split
+chunk's sub-pieces in paragraph order): the bytes never depend on which
+completion came back first.
 """
 
 from __future__ import annotations
@@ -19,17 +21,31 @@ from taguru_ray.contract.names import attempts_name, join, output_name
 from taguru_ray.contract.records import Record, dumps_lines
 from taguru_ray.contract.source_file import SourceFileError
 from taguru_ray.engine.piece import (
+    Accepted,
     Complete,
+    Exhausted,
     LoopPolicy,
     NextSeq,
     PieceFailed,
     PieceSpec,
+    Wire,
     correct_once,
-    extract_piece,
+    move_record,
+    run_round,
 )
+from taguru_ray.engine.report import (
+    FAILURE_PREFIX,
+    chunk_prefix,
+    counts,
+    piece_clause,
+    report_line,
+    sidecar_attempt,
+)
+from taguru_ray.llm.ladder import JSON_OBJECT, JSON_SCHEMA, LadderConfig
 from taguru_ray.pipeline.mechanical import Removal
 from taguru_ray.pipeline.merge import Extraction, MergeInput, MergeRules, merge
-from taguru_ray.pipeline.plan import Chunk, plan_chunks
+from taguru_ray.pipeline.plan import Chunk, Piece, piece_from_text, plan_chunks, split_cap
+from taguru_ray.pipeline.plan import split_piece as split_into
 from taguru_ray.pipeline.prompt import Conversation, system_prompt, system_sha256, user_turn
 from taguru_ray.pipeline.read import Segment, SegmentRefused, read_segment
 from taguru_ray.pipeline.reconcile import (
@@ -54,14 +70,32 @@ from taguru_ray.settings import (
 from taguru_ray.store.outdir import TRACE
 from taguru_ray.text.occurrence import Haystack
 
-FAILURE_PREFIX = "taguru: extract: "
-
 ClaimsLookup = Callable[[list[tuple[str, str]]], Awaitable[dict[tuple[str, str], str]]]
+CONSTRAINED = (JSON_SCHEMA, JSON_OBJECT)
 
 
 async def no_claims(queries: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
     """The claims lookup of a segment no earlier segment precedes."""
     return {}
+
+
+@dataclass
+class FixedRung:
+    """The rung port of a run whose rung never moves (pinned, or off the ladder)."""
+
+    rung: str | None
+
+    async def current(self) -> str | None:
+        return self.rung
+
+    async def demote(self, ran_under: str) -> tuple[bool, str]:
+        return False, ran_under
+
+
+class RungPort(Protocol):
+    async def current(self) -> str | None: ...
+
+    async def demote(self, ran_under: str) -> tuple[bool, str]: ...
 
 
 @dataclass(frozen=True)
@@ -89,14 +123,20 @@ class SegmentOutcome:
     completions: int = 0
 
 
+@dataclass
+class Resume:
+    """What a checkpoint hands back: finished units, and the pieces already split."""
+
+    units: dict[str, Record] = field(default_factory=dict)
+    splits: dict[str, int] = field(default_factory=dict)  # piece id -> split cap
+
+
 class SegmentRecorder(Protocol):
     """Where a segment's records and files go (the store, or memory in tests)."""
 
     sidecar_path: str | None
 
-    def load_units(
-        self, fingerprint: dict[str, Any], *, discard: bool
-    ) -> tuple[dict[str, Record], str | None]: ...
+    def load(self, fingerprint: dict[str, Any], *, discard: bool) -> tuple[Resume, str | None]: ...
 
     async def begin(self, records: list[Record], *, fresh: bool) -> None: ...
 
@@ -106,6 +146,8 @@ class SegmentRecorder(Protocol):
 
     async def save_unit(self, piece_id: str, unit: Record) -> None: ...
 
+    async def save_split(self, piece_id: str, cap: int) -> None: ...
+
     async def finish(self, source_file: bytes, trace: bytes) -> list[str]: ...
 
     def attempts_log_exists(self) -> bool: ...
@@ -113,11 +155,12 @@ class SegmentRecorder(Protocol):
 
 @dataclass(frozen=True)
 class Model:
-    """The ports to the model side: completions, the run-wide attempt counter, claims."""
+    """The ports to the model side: completions, the attempt counter, claims, the rung."""
 
     complete: Complete
     next_seq: NextSeq
     claims: ClaimsLookup = no_claims
+    rung: RungPort = field(default_factory=lambda: FixedRung(None))
 
 
 @dataclass
@@ -130,31 +173,74 @@ class _Run:
     segment: Segment
     chunks: list[Chunk]
     system: str
-    units: dict[str, Record]
+    resume: Resume
     recorder: SegmentRecorder
     model: Model
+    notes: list[str] = field(default_factory=list)
     system_logged: bool = False
     completions: int = 0
-    failures: dict[int, tuple[str, str]] = field(default_factory=dict)  # chunk -> (clause, msg)
+    failures: dict[int, tuple[Piece, str]] = field(default_factory=dict)  # chunk -> innermost
 
     @property
     def batch_path(self) -> str:
         return join(self.settings.out, output_name(self.job.source))
 
+    @property
+    def ladder(self) -> LadderConfig:
+        s = self.settings
+        return LadderConfig.of(
+            s.structured_output, s.max_output_tokens, s.escalation_factor, s.runaway_ratio
+        )
+
     def policy(self) -> LoopPolicy:
         s = self.settings
         return LoopPolicy(
-            s.max_attempts, s.corrective_context_bytes, s.fact_budget, self.run_id, s.lossy
+            s.max_attempts,
+            s.corrective_context_bytes,
+            s.fact_budget,
+            self.run_id,
+            s.lossy,
+            self.ladder,
         )
 
-    def spec(self, chunk: Chunk, user: str) -> PieceSpec:
+    def spec(self, piece: Piece) -> PieceSpec:
         return PieceSpec(
-            piece_id=chunk.sha256,
-            chunk_index=chunk.index,
+            piece=piece,
             source=self.job.source,
-            conversation=Conversation(self.system, user),
+            conversation=Conversation(self.system, self.user(piece)),
             rules=Rules(len(self.segment.paragraphs), self.settings.questions),
-            haystack=Haystack(chunk.text),
+            haystack=Haystack(piece.text),
+        )
+
+    def user(self, piece: Piece) -> str:
+        return user_turn(self.job.source, piece.index, piece.total, piece.text)
+
+    def note(self, piece: Piece, text: str) -> None:
+        """A stderr line about a piece, said once per segment."""
+        where = f"{chunk_prefix(piece)}: " if piece.total > 1 else ""
+        line = f"{FAILURE_PREFIX}{self.job.source}: {where}{text}"
+        if line not in self.notes:
+            self.notes.append(line)
+
+    def wire(self, piece: Piece) -> Wire:
+        async def on_attempt(record: Record) -> None:
+            self.completions += 1
+            await self.recorder.log(record)
+            await self.recorder.sidecar(
+                [sidecar_attempt(record, self.settings.diagnostics_raw_bytes)]
+            )
+
+        async def on_move(record: Record) -> None:
+            await self.recorder.log(record)
+            if record["move"] != "demote":  # the demotion has its own line
+                self.note(piece, record["reason"])
+
+        return Wire(
+            self.model.complete,
+            self.model.next_seq,
+            on_attempt,
+            on_move,
+            lambda text: self.note(piece, text),
         )
 
 
@@ -169,7 +255,7 @@ async def extract_segment(
         return outcome
     inputs = compute_inputs(settings, segment.sha256, job.written_id, output_name(job.source))
     fingerprint = checkpoint_fingerprint(settings, segment.sha256)
-    units, note = recorder.load_units(fingerprint, discard=settings.force)
+    resume, note = recorder.load(fingerprint, discard=settings.force)
     if note:
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {note}")
     chunks = plan_chunks(segment.paragraphs, settings.chunk_bytes)
@@ -180,16 +266,17 @@ async def extract_segment(
         segment,
         chunks,
         system_prompt(job.vocabulary),
-        units,
+        resume,
         recorder,
         model,
     )
-    await recorder.begin(_head_records(run), fresh=not units)
+    await recorder.begin(await _head_records(run), fresh=not resume.units)
     await recorder.sidecar([chunk_record(chunk, job.source) for chunk in chunks])
     pieces = await _run_chunks(run)
     if not run.failures and not settings.lossy:
         await _reconcile(run, pieces)
     outcome.completions = run.completions
+    outcome.notes.extend(run.notes)
     if run.failures:
         outcome.notes.append(_failure_line(run, min(run.failures)))
         return outcome
@@ -204,144 +291,238 @@ async def extract_segment(
     outcome.notes.extend(_removal_lines(run, pieces))
     for note in await recorder.finish(source_bytes, trace_bytes):
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {note}")
-    outcome.counts = _counts(extraction, pieces)
+    outcome.counts = counts(extraction, pieces)
     await recorder.sidecar(
         [{"type": "segment", "source": job.source, **outcome.counts, "batch_path": run.batch_path}]
     )
     outcome.status = "written"
     outcome.inputs = inputs
-    outcome.report = _report_line(run, outcome.counts)
+    outcome.report = report_line(
+        job.source,
+        run.batch_path,
+        outcome.counts,
+        passage=not settings.no_passage,
+        questions=settings.questions > 0,
+        lossy=settings.lossy,
+    )
     outcome.contribution = Contribution.of(
         (a for a, _ in extraction.associations), (a for a, _ in extraction.aliases)
     )
     return outcome
 
 
-def _head_records(run: _Run) -> list[Record]:
+async def _head_records(run: _Run) -> list[Record]:
+    settings_record: Record = {"type": "settings", **settings_record_fields(run.settings)}
+    if run.ladder.engaged:
+        settings_record["rung"] = await run.model.rung.current()
     return [
         {
             "type": "segment",
             "run_id": run.run_id,
             "source": run.job.source,
             "segment_sha256": run.segment.sha256,
-            "resumed": bool(run.units),
+            "resumed": bool(run.resume.units),
         },
-        {"type": "settings", **settings_record_fields(run.settings)},
+        settings_record,
     ]
 
 
-def _user(run: _Run, chunk: Chunk) -> str:
-    return user_turn(run.job.source, chunk.index, chunk.total, chunk.text)
-
-
 def _state_from_unit(chunk: Chunk, unit: Record) -> PieceState:
+    user = unit.get("user") or ""
+    text = user.split("\n\n", 1)[1] if "\n\n" in user else chunk.text
     return PieceState(
-        piece_id=chunk.sha256,
-        chunk_index=chunk.index,
+        piece=piece_from_text(chunk.index, chunk.total, text),
         output=PieceOutput.from_json(unit["output"]),
         attempt=unit.get("attempt"),
         answer=unit.get("answer") or "",
-        user=unit.get("user") or "",
+        user=user,
         removed=[Removal.from_json(r) for r in unit.get("removed") or []],
         dropped=[Removal.from_json(r) for r in unit.get("unparsed") or []],
         reused=True,
     )
 
 
-def _unit_of(piece: PieceState) -> Record:
+def _unit_of(state: PieceState) -> Record:
     return {
-        "chunk_index": piece.chunk_index,
-        "attempt": piece.attempt,
-        "output": piece.output.to_json(),
-        "user": piece.user,
-        "answer": piece.answer,
-        "removed": [r.to_json() for r in piece.removed],
-        "unparsed": [r.to_json() for r in piece.dropped],
+        "chunk_index": state.chunk_index,
+        "attempt": state.attempt,
+        "output": state.output.to_json(),
+        "user": state.user,
+        "answer": state.answer,
+        "removed": [r.to_json() for r in state.removed],
+        "unparsed": [r.to_json() for r in state.dropped],
     }
 
 
 async def _run_chunks(run: _Run) -> list[PieceState]:
-    """Every chunk's accepted piece, in chunk order (empty when a chunk failed)."""
+    """Every accepted piece, in chunk order (incomplete when a chunk failed)."""
     slots = asyncio.Semaphore(run.settings.parallel)
-    results: dict[int, PieceState] = {}
+    results: dict[int, list[PieceState]] = {}
 
     async def one(chunk: Chunk) -> None:
         async with slots:
             if run.failures:
                 return  # no new claims once a chunk has failed
-            unit = run.units.get(chunk.sha256)
-            if unit is not None:
-                results[chunk.index] = _state_from_unit(chunk, unit)
-                return
-            user = _user(run, chunk)
             try:
-                await _log_system_once(run)
-                accepted = await extract_piece(
-                    run.spec(chunk, user),
-                    run.policy(),
-                    run.model.complete,
-                    run.model.next_seq,
-                    _on_attempt(run),
-                )
+                results[chunk.index] = await _descend(run, chunk)
             except PieceFailed as failure:
-                run.failures[chunk.index] = (_piece_clause(chunk), str(failure))
-                return
-            piece = PieceState(
-                chunk.sha256,
-                chunk.index,
-                accepted.output,
-                accepted.attempt,
-                accepted.answer,
-                user,
-                accepted.removed,
-                accepted.dropped,
-            )
-            unit = _unit_of(piece)
-            await run.recorder.save_unit(piece.piece_id, unit)
-            run.units[piece.piece_id] = unit
-            results[chunk.index] = piece
+                run.failures[chunk.index] = (failure.piece or chunk, str(failure))
 
     await asyncio.gather(*(one(chunk) for chunk in run.chunks))
-    return [results[index] for index in sorted(results)]
+    return [state for index in sorted(results) for state in results[index]]
+
+
+async def _descend(run: _Run, piece: Piece) -> list[PieceState]:
+    """A piece through the ladder: reuse, rounds, demotion, and the split rung."""
+    unit = run.resume.units.get(piece.sha256)
+    if unit is not None:
+        return [_state_from_unit(piece, unit)]
+    if piece.sha256 in run.resume.splits:  # an earlier run already climbed this far
+        return await _descend_split(run, piece, run.resume.splits[piece.sha256])
+    while True:
+        rung = await run.model.rung.current() if run.ladder.engaged else None
+        await _log_system_once(run)
+        try:
+            result = await run_round(run.spec(piece), run.policy(), run.wire(piece), rung)
+        except PieceFailed as failure:
+            raise PieceFailed(str(failure), piece) from None
+        if isinstance(result, Accepted):
+            return [await _keep(run, piece, result)]
+        if await _demoted(run, piece, result):
+            continue  # the piece restarts at the ladder's top, on the lower rung
+        if result.kind == "runaway":
+            ratio = run.settings.runaway_ratio
+            raise PieceFailed(
+                f"a runaway answer: {result.answer_bytes} B cut off for a {piece.bytes} B "
+                f"piece, over {ratio}× its input (TAGURU_EXTRACT_RUNAWAY_RATIO) — the model is "
+                "not tracking the text; no escalation or split can converge",
+                piece,
+            )
+        cap = split_cap(piece)
+        if len(split_into(piece, cap)) < 2:
+            raise PieceFailed(_floor_message(run, piece, result), piece)
+        return await _descend_split(run, piece, cap, result)
+
+
+async def _descend_split(
+    run: _Run, piece: Piece, cap: int, why: Exhausted | None = None
+) -> list[PieceState]:
+    subs = split_into(piece, cap)
+    if why is not None:
+        reason = (
+            "timed out"
+            if why.kind == "timeout"
+            else f"still cut off at max_tokens {why.budget}"
+            if why.budget
+            else "cut off at the output limit"
+        )
+        spec = run.spec(piece)
+        await run.wire(piece).on_move(
+            move_record(
+                run.run_id,
+                spec,
+                "split",
+                f"{reason}; splitting the {piece.bytes} B piece at {cap} B into {len(subs)} pieces",
+                piece_bytes=piece.bytes,
+                split_cap=cap,
+                sub_pieces=len(subs),
+            )
+        )
+        await run.recorder.save_split(piece.sha256, cap)
+    states: list[PieceState] = []
+    for sub in subs:  # in paragraph order, one at a time: halves of one chunk
+        states.extend(await _descend(run, sub))
+    return states
+
+
+async def _demoted(run: _Run, piece: Piece, result: Exhausted) -> bool:
+    """ADR 0021: an auto-resolved constrained rung drops one rung, run-wide; True restarts."""
+    if not run.ladder.demotable or result.rung not in CONSTRAINED:
+        return False
+    assert result.rung is not None
+    demoted, now = await run.model.rung.demote(result.rung)
+    if demoted:
+        why = {
+            "timeout": "a completion timed out",
+            "runaway": "a runaway answer",
+            "length": "the answer was still cut off at the escalated budget",
+        }[result.kind]
+        reason = (
+            f"structured output: {result.rung} demoted to {now} — {why} under the "
+            f"{result.rung} rung; the piece restarts at the ladder's top"
+        )
+        await run.recorder.log(
+            move_record(
+                run.run_id, run.spec(piece), "demote", reason, from_rung=result.rung, to_rung=now
+            )
+        )
+        run.note(piece, reason)
+    return now != result.rung
+
+
+def _floor_message(run: _Run, piece: Piece, result: Exhausted) -> str:
+    if result.kind == "timeout":
+        return (
+            f"timed out after {run.settings.timeout_secs:g} s and the {piece.bytes} B piece is "
+            "too small to split — raise TAGURU_EXTRACT_TIMEOUT_SECS or lower --chunk-bytes"
+        )
+    return (
+        f"the answer was still cut off at max_tokens {result.budget} and the {piece.bytes} B "
+        "piece is too small to split — raise --max-output-tokens or "
+        "TAGURU_EXTRACT_ESCALATION_FACTOR"
+    )
+
+
+async def _keep(run: _Run, piece: Piece, accepted: Accepted) -> PieceState:
+    state = PieceState(
+        piece,
+        accepted.output,
+        accepted.attempt,
+        accepted.answer,
+        run.user(piece),
+        accepted.removed,
+        accepted.dropped,
+    )
+    unit = _unit_of(state)
+    await run.recorder.save_unit(piece.sha256, unit)
+    run.resume.units[piece.sha256] = unit
+    return state
 
 
 async def _reconcile(run: _Run, pieces: list[PieceState]) -> None:
     """Stage 2: one corrective turn per clashing output, then what stands is removed."""
-    by_index = {chunk.index: chunk for chunk in run.chunks}
     for piece_index, issues in stage2_issues(pieces):
-        piece = pieces[piece_index]
-        chunk = by_index[piece.chunk_index]
+        state = pieces[piece_index]
+        rung = await run.model.rung.current() if run.ladder.engaged else None
         try:
             await _log_system_once(run)
             corrected = await correct_once(
-                run.spec(chunk, piece.user or _user(run, chunk)),
+                run.spec(state.piece),
                 run.policy(),
-                piece.answer,
+                run.wire(state.piece),
+                rung,
+                state.answer,
                 issues,
-                piece.attempt,
-                run.model.complete,
-                run.model.next_seq,
-                _on_attempt(run),
+                state.attempt,
             )
         except PieceFailed as failure:
-            run.failures[piece.chunk_index] = (_piece_clause(chunk), str(failure))
+            run.failures[state.chunk_index] = (state.piece, str(failure))
             return
         if corrected is not None:
-            piece.output, piece.answer, piece.attempt = (
+            state.output, state.answer, state.attempt = (
                 corrected.output,
                 corrected.answer,
                 corrected.attempt,
             )
-            piece.removed, piece.reused = list(corrected.removed), False
-            unit = _unit_of(piece)
-            await run.recorder.save_unit(piece.piece_id, unit)
-            run.units[piece.piece_id] = unit
+            state.removed, state.reused = list(corrected.removed), False
+            unit = _unit_of(state)
+            await run.recorder.save_unit(state.piece_id, unit)
+            run.resume.units[state.piece_id] = unit
     try:
         prune_standing(pieces, stage2_issues(pieces))
     except StandingIssue as standing:
-        chunk = by_index[standing.piece.chunk_index]
-        run.failures[chunk.index] = (
-            _piece_clause(chunk),
+        run.failures[standing.piece.chunk_index] = (
+            standing.piece.piece,
             f"the answer left {len(standing.issues)} invalid item(s) uncorrected: {standing}",
         )
         return
@@ -362,20 +543,11 @@ async def _log_system_once(run: _Run) -> None:
         )
 
 
-def _on_attempt(run: _Run) -> Callable[[Record], Awaitable[None]]:
-    async def on_attempt(record: Record) -> None:
-        run.completions += 1
-        await run.recorder.log(record)
-        await run.recorder.sidecar([_sidecar_attempt(record, run.settings.diagnostics_raw_bytes)])
-
-    return on_attempt
-
-
 def _write(run: _Run, pieces: list[PieceState]) -> tuple[Extraction, bytes, bytes]:
     """merge → render → verify, and the trace that describes them."""
     settings = run.settings
     rules = MergeRules(len(run.segment.paragraphs), settings.questions, not settings.no_passage)
-    extraction = merge([MergeInput(piece.piece_id, piece.output) for piece in pieces], rules)
+    extraction = merge([MergeInput(state.piece_id, state.output) for state in pieces], rules)
     rendered = render(
         extraction,
         HeaderFields(run.job.written_id, settings.context, settings.name, settings.description),
@@ -397,115 +569,28 @@ def _write(run: _Run, pieces: list[PieceState]) -> tuple[Extraction, bytes, byte
     return extraction, rendered.data, dumps_lines(trace)
 
 
-def _sidecar_attempt(record: Record, raw_bytes: int) -> Record:
-    """The diagnostics sidecar's view of an attempt: metadata, raw text only when opted in."""
-    answered = record["state"] not in ("timeout", "transport")
-    sidecar: Record = {
-        "type": "attempt",
-        **{
-            key: record[key]
-            for key in (
-                "run_id",
-                "attempt_seq",
-                "piece_id",
-                "source",
-                "stage",
-                "chunk_index",
-                "attempt",
-                "max_attempts",
-                "state",
-                "length_limited",
-                "elapsed_seconds",
-            )
-        },
-        "provider_metadata": {
-            "finish_reason": record["finish_reason"],
-            "input_tokens": record["input_tokens"],
-            "output_tokens": record["output_tokens"],
-            "total_tokens": record["total_tokens"],
-        }
-        if answered
-        else None,
-        "parse_error": record["parse_error"],
-        "validation_issues": record["validation_issues"],
-    }
-    if record.get("removed_items"):
-        sidecar["removed_items"] = record["removed_items"]
-    if raw_bytes > 0 and record.get("answer") is not None:
-        sidecar["response_text"] = _capped(record["answer"], raw_bytes)
-    return sidecar
-
-
-def _capped(text: str, limit: int) -> str:
-    encoded = text.encode("utf-8")
-    if len(encoded) <= limit:
-        return text
-    prefix = encoded[:limit].decode("utf-8", errors="ignore")
-    return f"{prefix}… [truncated to {limit} bytes]"
-
-
-def _counts(extraction: Extraction, pieces: list[PieceState]) -> dict[str, int]:
-    return {
-        "associations": len(extraction.associations),
-        "concepts": sum(1 for a, _ in extraction.aliases if a.kind == "concept"),
-        "labels": sum(1 for a, _ in extraction.aliases if a.kind == "label"),
-        "questions": len(extraction.questions),
-        "duplicates": extraction.count("duplicate"),
-        "dropped": extraction.count("dropped") + sum(len(p.dropped) for p in pieces),
-        "removed": sum(len(p.removed) for p in pieces),
-        "uncovered": 0,
-    }
-
-
-def _report_line(run: _Run, counts: dict[str, int]) -> str:
-    parts = [
-        f"{counts['associations']} association(s)",
-        f"{counts['concepts'] + counts['labels']} alias(es)",
-    ]
-    if not run.settings.no_passage:
-        parts.append("passage")
-    if run.settings.questions:
-        parts.append(f"{counts['questions']} question(s)")
-    if counts["duplicates"]:
-        parts.append(f"{counts['duplicates']} duplicate(s) folded")
-    if counts["removed"]:
-        parts.append(f"{counts['removed']} item(s) removed (mechanical validation)")
-    if counts["dropped"]:
-        lossy = " (--lossy)" if run.settings.lossy else ""
-        parts.append(f"{counts['dropped']} item(s) dropped{lossy}")
-    return f"{run.job.source}: {', '.join(parts)} → {run.batch_path}"
-
-
 def _removal_lines(run: _Run, pieces: list[PieceState]) -> list[str]:
     """One stderr line per removal, path first; the chunk named when there are several."""
     lines = []
-    for piece in pieces:
-        where = f"chunk {piece.chunk_index + 1}/{len(run.chunks)} " if len(run.chunks) > 1 else ""
+    for state in pieces:
+        where = f"{chunk_prefix(state.piece)} " if len(run.chunks) > 1 else ""
         lines.extend(
             f"{FAILURE_PREFIX}{run.job.source}: removed: {where}{removal.text}"
-            for removal in piece.removed
+            for removal in state.removed
         )
     return lines
 
 
-def _piece_clause(chunk: Chunk) -> str:
-    if chunk.paragraph_first == chunk.paragraph_last:
-        span = f"paragraph {chunk.paragraph_first}"
-    else:
-        span = f"paragraphs {chunk.paragraph_first}–{chunk.paragraph_last}"
-    return f"piece {chunk.sha256[:12]} ({span}, {chunk.bytes} B): "
-
-
 def _failure_line(run: _Run, chunk_index: int) -> str:
-    clause, message = run.failures[chunk_index]
+    piece, message = run.failures[chunk_index]
     line = (
         f"{FAILURE_PREFIX}{run.job.source}: chunk {chunk_index + 1}/{len(run.chunks)}: "
-        f"{clause}{message}"
+        f"{piece_clause(piece)}{message}"
     )
-    if run.units:
+    if run.resume.units:
         line += (
-            f" ({len(run.units)} extracted unit(s) are checkpointed — a rerun without "
-            "--force resumes from them)"
+            f" ({len(run.resume.units)} extracted unit(s) are checkpointed — a rerun "
+            "without --force resumes from them)"
         )
     pointers = []
     if run.recorder.attempts_log_exists():

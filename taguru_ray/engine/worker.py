@@ -20,7 +20,7 @@ from taguru_ray.contract.records import Record
 from taguru_ray.engine.recorder import StoreRecorder
 from taguru_ray.engine.segment import Model, SegmentJob, SegmentOutcome, extract_segment
 from taguru_ray.llm.client import ChatClient
-from taguru_ray.llm.gateway import GatewayAdmission
+from taguru_ray.llm.gateway import GatewayAdmission, GatewayRung
 from taguru_ray.settings import Settings
 from taguru_ray.store.logs import Sidecar
 from taguru_ray.store.outdir import OutDir
@@ -34,6 +34,7 @@ class SegmentWorker:
         self._settings = settings
         self._ledger = ledger
         self._run_id = run_id
+        self._gateway = gateway
         self._admission = GatewayAdmission(gateway)
         self._diagnostics = diagnostics
         self._out = OutDir(settings.out)
@@ -78,7 +79,12 @@ class SegmentWorker:
                 return {}
             return await self._ledger.lookups.remote(queries, job.claims_upto)
 
-        model = Model(self._chat().complete, self._admission.next_attempt_seq, claims)
+        model = Model(
+            self._chat().complete,
+            self._admission.next_attempt_seq,
+            claims,
+            GatewayRung(self._gateway),
+        )
         try:
             return await extract_segment(job, self._settings, self._run_id, model, recorder)
         finally:

@@ -33,6 +33,7 @@ class CompletionRequest:
     messages: list[Message]
     max_tokens: int | None = None
     response_format: dict[str, Any] | None = None
+    retry_timeouts: bool = True  # off under the ladder: a timeout descends instead
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ class ChatClient:
         started = self._clock()
         tries = 0
         try:
-            async for attempt in transport_retrying():
+            async for attempt in transport_retrying(retry_timeouts=request.retry_timeouts):
                 with attempt:
                     tries += 1
                     payload = await self._post(body)
@@ -144,9 +145,9 @@ class ChatClient:
             return self._failed("transport", str(error), tries, started, error.status)
         except CompletionTimeout:
             limit = f"{self._timeout:g} s" if self._timeout else "the time budget"
-            message = (
-                f"timed out after {limit} (TAGURU_EXTRACT_TIMEOUT_SECS) on each of {tries} tries"
-            )
+            message = f"timed out after {limit} (TAGURU_EXTRACT_TIMEOUT_SECS)"
+            if tries > 1:
+                message += f" on each of {tries} tries"
             return self._failed("timeout", message, tries, started)
         except RetryableStatus as error:
             message = f"{error} (after {tries} tries)"

@@ -18,6 +18,7 @@ from typing import Any
 import ray
 
 from taguru_ray.llm.client import Usage
+from taguru_ray.llm.ladder import RungState
 
 
 @dataclass
@@ -68,10 +69,23 @@ class PermitPool:
 
 @ray.remote(num_cpus=0, max_concurrency=100_000)
 class Gateway:
-    """The Ray actor around a PermitPool; async, so waiting callers cost nothing."""
+    """The Ray actor around a PermitPool; async, so waiting callers cost nothing.
 
-    def __init__(self, limit: int) -> None:
+    It also holds the run-wide structured-output rung, so a demotion one
+    worker makes is the rung every worker's next round reads (ADR 0021).
+    """
+
+    def __init__(self, limit: int, rung: str | None = None) -> None:
         self._pool = PermitPool(limit)
+        self._rung = RungState(rung) if rung is not None else None
+
+    async def rung(self) -> str | None:
+        return self._rung.rung if self._rung else None
+
+    async def demote(self, ran_under: str) -> tuple[bool, str]:
+        if self._rung is None:
+            return False, ran_under
+        return self._rung.demote(ran_under)
 
     async def acquire(self) -> None:
         await self._pool.acquire()
@@ -100,3 +114,16 @@ class GatewayAdmission:
 
     async def next_attempt_seq(self) -> int:
         return int(await self._gateway.next_attempt_seq.remote())
+
+
+class GatewayRung:
+    """The segment's rung port over the gateway: read fresh each round, demoted run-wide."""
+
+    def __init__(self, gateway: Any) -> None:
+        self._gateway = gateway
+
+    async def current(self) -> str | None:
+        return await self._gateway.rung.remote()  # type: ignore[no-any-return]
+
+    async def demote(self, ran_under: str) -> tuple[bool, str]:
+        return await self._gateway.demote.remote(ran_under)  # type: ignore[no-any-return]

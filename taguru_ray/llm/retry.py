@@ -60,11 +60,19 @@ def _retryable(error: BaseException) -> bool:
     return isinstance(error, (RetryableStatus, httpx.TransportError, CompletionTimeout))
 
 
-def transport_retrying() -> AsyncRetrying:
-    """A fresh retrying controller for one completion attempt."""
+def _retryable_but_timeouts(error: BaseException) -> bool:
+    return _retryable(error) and not isinstance(error, CompletionTimeout)
+
+
+def transport_retrying(*, retry_timeouts: bool = True) -> AsyncRetrying:
+    """A fresh retrying controller for one completion attempt.
+
+    Under the escalation ladder a timeout is not retried at the same size
+    (ADR 0020): the split is the retry, so the caller turns `retry_timeouts` off.
+    """
     return AsyncRetrying(
         stop=stop_after_attempt(TRANSPORT_TRIES),
         wait=_wait,
-        retry=retry_if_exception(_retryable),
+        retry=retry_if_exception(_retryable if retry_timeouts else _retryable_but_timeouts),
         reraise=True,
     )

@@ -34,14 +34,21 @@ class Block:
 
 
 @dataclass(frozen=True)
-class Chunk:
-    """One unit of the plan: what one completion is asked about."""
+class Piece:
+    """What one completion is asked about: a chunk, or a sub-piece the split rung made.
 
-    index: int  # 0-based
+    A sub-piece keeps its chunk's index and total (it is still "part K of N")
+    and its blocks keep their canonical labels.
+    """
+
+    index: int  # the chunk's 0-based index
     total: int
-    text: str  # the labelled blocks, no preamble
-    paragraph_first: int
-    paragraph_last: int
+    blocks: tuple[Block, ...]
+
+    @property
+    def text(self) -> str:
+        """The labelled blocks, no preamble: what the piece id hashes."""
+        return BLOCK_SEPARATOR.join(block.text for block in self.blocks)
 
     @property
     def sha256(self) -> str:
@@ -50,6 +57,17 @@ class Chunk:
     @property
     def bytes(self) -> int:
         return len(self.text.encode("utf-8"))
+
+    @property
+    def paragraph_first(self) -> int:
+        return self.blocks[0].paragraph
+
+    @property
+    def paragraph_last(self) -> int:
+        return self.blocks[-1].paragraph
+
+
+Chunk = Piece  # a chunk is the top-level piece of the plan
 
 
 def label(index: int) -> str:
@@ -99,10 +117,15 @@ def _prefix_within(text: str, limit: int) -> str:
 
 def plan_chunks(paragraphs: tuple[Paragraph, ...] | list[Paragraph], cap: int) -> list[Chunk]:
     """Pack the labelled blocks greedily into chunks of at most `cap` bytes."""
+    groups = _pack(label_blocks(paragraphs, cap), cap)
+    return [Piece(index, len(groups), tuple(group)) for index, group in enumerate(groups)]
+
+
+def _pack(blocks: list[Block], cap: int) -> list[list[Block]]:
     groups: list[list[Block]] = []
     current: list[Block] = []
     current_bytes = 0
-    for block in label_blocks(paragraphs, cap):
+    for block in blocks:
         joined = current_bytes + len(BLOCK_SEPARATOR) + block.bytes
         if current and joined > cap:
             groups.append(current)
@@ -111,13 +134,36 @@ def plan_chunks(paragraphs: tuple[Paragraph, ...] | list[Paragraph], cap: int) -
         current.append(block)
     if current:
         groups.append(current)
-    return [
-        Chunk(
-            index=index,
-            total=len(groups),
-            text=BLOCK_SEPARATOR.join(block.text for block in group),
-            paragraph_first=group[0].paragraph,
-            paragraph_last=group[-1].paragraph,
+    return groups
+
+
+def split_cap(piece: Piece) -> int:
+    """The split rung's cap: half the piece, never under the 512-byte floor."""
+    return max(piece.bytes // 2, MIN_CHUNK_BYTES)
+
+
+def split_piece(piece: Piece, cap: int) -> list[Piece]:
+    """Re-plan a piece's blocks at `cap` bytes: each block re-cut under its own label.
+
+    One sub-piece back means the piece cannot split any further (the floor).
+    """
+    recut: list[Block] = []
+    for block in piece.blocks:
+        prefix = label(block.paragraph)
+        body = block.text[len(prefix) :]
+        window = cap - len(prefix.encode("utf-8"))
+        recut.extend(
+            Block(block.paragraph, prefix + part)
+            for part in _cut(body, window)
+            if part and not is_white_space(part)
         )
-        for index, group in enumerate(groups)
-    ]
+    return [Piece(piece.index, piece.total, tuple(group)) for group in _pack(recut, cap)]
+
+
+def piece_from_text(index: int, total: int, text: str) -> Piece:
+    """Rebuild a piece from its labelled text (a checkpoint unit keeps the user turn)."""
+    blocks = []
+    for block in text.split(BLOCK_SEPARATOR):
+        number = block[1 : block.index("]")] if block.startswith("[") and "]" in block else ""
+        blocks.append(Block(int(number) if number.isdigit() else 0, block))
+    return Piece(index, total, tuple(blocks))

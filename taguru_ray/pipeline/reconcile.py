@@ -23,6 +23,7 @@ from taguru_ray.contract.piece_output import PieceOutput
 from taguru_ray.pipeline.claims import rewire_reason, rewires
 from taguru_ray.pipeline.cross_items import cross_output_issues, dangling_aliases
 from taguru_ray.pipeline.mechanical import Removal
+from taguru_ray.pipeline.plan import Piece
 
 STILL_STANDING = " — still so after the corrective turn; removed"
 
@@ -31,8 +32,7 @@ STILL_STANDING = " — still so after the corrective turn; removed"
 class PieceState:
     """One accepted piece, as merge will read it, with its accounting so far."""
 
-    piece_id: str
-    chunk_index: int
+    piece: Piece
     output: PieceOutput
     attempt: dict[str, Any] | None
     answer: str
@@ -40,6 +40,14 @@ class PieceState:
     removed: list[Removal] = field(default_factory=list)  # Stage 1, then Stage 2 prunes
     dropped: list[Removal] = field(default_factory=list)  # --lossy parse-time drops
     reused: bool = False
+
+    @property
+    def piece_id(self) -> str:
+        return self.piece.sha256
+
+    @property
+    def chunk_index(self) -> int:
+        return self.piece.index
 
     def drop_aliases(self, doomed: list[tuple[int, Removal]]) -> None:
         """Remove aliases by their current index; record the removals in the order given."""

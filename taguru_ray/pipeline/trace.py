@@ -77,23 +77,23 @@ def trace_records(
     ]
     records.extend(chunk_record(chunk) for chunk in chunks)
     by_index = {chunk.index: chunk for chunk in chunks}
-    for piece in pieces:
-        chunk = by_index[piece.chunk_index]
+    for state in pieces:
+        piece = state.piece
         records.append(
             {
                 "type": "piece",
-                "piece_id": piece.piece_id,
-                "chunk_index": piece.chunk_index,
-                "chunk_sha256": chunk.sha256,
-                "piece_bytes": chunk.bytes,
-                "paragraph_first": chunk.paragraph_first,
-                "paragraph_last": chunk.paragraph_last,
-                "reused": piece.attempt is None or piece.attempt.get("run_id") != facts.run_id,
-                "attempt": piece.attempt,
+                "piece_id": piece.sha256,
+                "chunk_index": piece.index,
+                "chunk_sha256": by_index[piece.index].sha256,
+                "piece_bytes": piece.bytes,
+                "paragraph_first": piece.paragraph_first,
+                "paragraph_last": piece.paragraph_last,
+                "reused": state.attempt is None or state.attempt.get("run_id") != facts.run_id,
+                "attempt": state.attempt,
             }
         )
     records.extend(items)
-    texts = _Texts(paragraphs, {chunk.sha256: chunk.text for chunk in chunks})
+    texts = _Texts(paragraphs, {state.piece.sha256: state.piece.text for state in pieces})
     for piece in pieces:
         for removal in piece.removed:
             records.append(_removal_loss("removed", removal, piece, texts))

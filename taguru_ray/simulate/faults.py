@@ -37,6 +37,16 @@ have at least one association; without one the plain answer goes out):
 - `conflict_alias`: two aliases mapping one new spelling to two different
   names (a Stage 2 conflict).
 - `dangling_alias`: an alias whose canonical names nothing (a Stage 2 prune).
+
+Wire faults, which fire only when the request asks for a
+`{"type": "json_schema"}` response_format (otherwise the request is served
+normally):
+
+- `reject_schema`: status 400, as a server that does not support the
+  parameter answers.
+- `schema_loop`: the model loops under constrained decoding: schema-shaped
+  output until `max_tokens` (`finish_reason: "length"`), or, with no cap, a
+  stall until the client gives up.
 """
 
 from __future__ import annotations
@@ -70,9 +80,12 @@ FaultKind = Literal[
     "shadow_alias",
     "conflict_alias",
     "dangling_alias",
+    "reject_schema",
+    "schema_loop",
 ]
 FAULT_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
 HTTP_FAULTS: frozenset[FaultKind] = frozenset({"429", "500", "503"})
+SCHEMA_FAULTS: frozenset[FaultKind] = frozenset({"reject_schema", "schema_loop"})
 
 MALFORMED_CONTENT = '{"associations": [{"subject": "x"'
 FENCE_PROSE = "Here is the extracted JSON:"
@@ -303,7 +316,7 @@ def completion_for(kind: FaultKind | None, answer: str, haystack: str) -> Comple
         return Completion(f"{FENCE_PROSE}\n```json\n{answer}\n```", "stop")
     if kind == "truncated":
         return Completion(cut_utf8(answer, len(answer.encode("utf-8")) // 2), "length")
-    if kind == "runaway":
+    if kind in ("runaway", "schema_loop"):
         return Completion(_RUNAWAY, "length")
     if kind == "empty":
         return Completion("", "stop")

@@ -36,6 +36,7 @@ from taguru_ray.simulate.answers import (
 )
 from taguru_ray.simulate.faults import (
     HTTP_FAULTS,
+    SCHEMA_FAULTS,
     Fault,
     FaultKind,
     Script,
@@ -247,6 +248,7 @@ class _ChatRequest:
     model: str
     messages: list[dict[str, Any]]
     max_tokens: int | None
+    response_format: str | None = None  # its "type", when one was sent
 
 
 _NOT_JSON = object()
@@ -268,7 +270,14 @@ def _parse_chat_request(body: object) -> _ChatRequest | str:
     if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
         return f"'max_tokens' must be a whole number >= 1, got {json.dumps(cap)}"
     model = body.get("model")
-    return _ChatRequest(model if isinstance(model, str) else MODEL_ID, messages, cap)
+    shape = body.get("response_format")
+    kind = shape.get("type") if isinstance(shape, dict) else None
+    return _ChatRequest(
+        model if isinstance(model, str) else MODEL_ID,
+        messages,
+        cap,
+        kind if isinstance(kind, str) else None,
+    )
 
 
 async def _chat_completions(request: web.Request) -> web.Response:
@@ -285,6 +294,22 @@ async def _chat_completions(request: web.Request) -> web.Response:
 
     user_turn = first_user_turn(parsed.messages)
     fault = sim.admit(user_turn)
+    if (
+        fault is not None
+        and fault.kind in SCHEMA_FAULTS
+        and parsed.response_format != "json_schema"
+    ):
+        fault = None  # these misbehave only under constrained decoding
+    if fault is not None and fault.kind == "reject_schema":
+        sim.counters.by_outcome["reject_schema"] += 1
+        return _error(
+            400,
+            "response_format json_schema is not supported by this model (simulated)",
+            "invalid_request_error",
+            code="unsupported_parameter",
+        )
+    if fault is not None and fault.kind == "schema_loop" and parsed.max_tokens is None:
+        fault = Fault("stall", stall_seconds=fault.stall_seconds)  # loops until the client quits
     if fault is not None and fault.kind in HTTP_FAULTS:
         sim.counters.by_outcome[fault.kind] += 1
         return _http_fault(fault, sim.config)

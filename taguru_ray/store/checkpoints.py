@@ -28,6 +28,10 @@ class Checkpoint:
         self._name = checkpoint_path(source)
         self.fingerprint = fingerprint
         self.units: dict[str, dict[str, Any]] = {}
+        # Pieces an earlier run split (piece id -> split cap): a resumed run goes
+        # straight to their sub-pieces instead of paying again for the rounds that
+        # proved the piece too big. An extension the reference's reader ignores.
+        self.splits: dict[str, int] = {}
 
     @property
     def location(self) -> str:
@@ -54,17 +58,29 @@ class Checkpoint:
                 f"{len(units)} unit(s) re-extract"
             )
         self.units = {str(key): unit for key, unit in units.items() if isinstance(unit, dict)}
+        splits = document.get("splits")
+        if isinstance(splits, dict):
+            self.splits = {str(k): v for k, v in splits.items() if isinstance(v, int)}
         return None
 
     def save(self, piece_id: str, unit: dict[str, Any]) -> None:
         """Add a unit and make the file durable before the caller goes on."""
         self.units[piece_id] = unit
-        document = {
+        self._write()
+
+    def save_split(self, piece_id: str, cap: int) -> None:
+        self.splits[piece_id] = cap
+        self._write()
+
+    def _write(self) -> None:
+        document: dict[str, Any] = {
             "fingerprint": self.fingerprint,
             "units": self.units,
             "overview": {},
             "overview_digest": "",
         }
+        if self.splits:
+            document["splits"] = self.splits
         data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         self._out.write(self._name, data)
 
