@@ -118,3 +118,84 @@ def test_rerun_after_sigkill_asks_only_for_missing_chunks_and_writes_the_same_by
     trace = [json.loads(line) for line in (out / ".extract-trace" / name).read_text().splitlines()]
     reused = [r["reused"] for r in trace if r["type"] == "piece"]
     assert reused.count(True) == checkpointed
+
+
+def test_a_killed_split_chunk_resumes_from_its_checkpointed_sub_pieces(
+    ray_address: str, slow_simulator: SimulatorProcess, tmp_path: Path
+) -> None:
+    import hashlib
+
+    cli = Cli(ray_address, slow_simulator)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    segment = docs / "split.md"
+    # Sixteen paragraphs of ~300 B, each answered with four facts (~95 tokens): at a
+    # 100-token budget only two paragraphs fit (after escalation), so the chunk splits
+    # down three levels into eight two-paragraph leaves.
+    segment.write_text(
+        "\n\n".join(
+            f"The {n}ingest service reads the {n}topic and writes {n}files to the {n}bucket, "
+            f"where the {n}engine scans them; " + "the nightly batch keeps every row " * 5
+            for n in (
+                "Alder",
+                "Birch",
+                "Cedar",
+                "Dogwood",
+                "Elm",
+                "Fir",
+                "Ginkgo",
+                "Hazel",
+                "Ironwood",
+                "Juniper",
+                "Kapok",
+                "Larch",
+                "Maple",
+                "Nutmeg",
+                "Oak",
+                "Pine",
+            )
+        )
+    )
+    source = str(segment)
+    budget = "100"
+
+    def run_args(out: Path) -> list[str]:
+        return ["--context", CONTEXT, "--out", str(out), "--max-output-tokens", budget, source]
+
+    clean = tmp_path / "clean"
+    slow_simulator.reset()
+    assert cli.extract(*run_args(clean)).returncode == 0
+    clean_requests = slow_simulator.stats()["requests"]
+
+    out = tmp_path / "out"
+    slow_simulator.reset()
+    driver = subprocess.Popen(
+        cli.command(*run_args(out)),
+        env=cli.env(),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 120
+    while units_in(out, source) < 2:
+        assert driver.poll() is None, driver.communicate()
+        assert time.monotonic() < deadline, "no sub-piece was checkpointed"
+        time.sleep(0.05)
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait()
+    quiesce(slow_simulator)
+    checkpoint = json.loads((out / ".extract-checkpoints" / checkpoint_name(source)).read_text())
+    assert checkpoint.get("splits")  # the split was recorded before its sub-pieces ran
+    paid = {
+        hashlib.sha256(unit["user"].encode()).hexdigest()[:16]
+        for unit in checkpoint["units"].values()
+    }
+
+    slow_simulator.reset()
+    rerun = cli.extract(*run_args(out))
+    assert rerun.returncode == 0, rerun.stderr
+    asked = set(slow_simulator.stats()["prompts"])
+    assert not paid & asked  # no checkpointed sub-piece was asked again
+    assert slow_simulator.stats()["requests"] < clean_requests
+    name = output_name(source)
+    assert (out / name).read_bytes() == (clean / name).read_bytes()
