@@ -226,6 +226,9 @@ class Settings:
     max_inflight: int = 32
     workers: int = 2
     address: str | None = None
+    # What fsspec/s3fs read from the environment (credentials, endpoint, region),
+    # carried to the workers, which may run on other nodes. Never printed.
+    storage_env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     def redacted_repr(self) -> str:
         """For logs: every field but the key (which `repr` already leaves out)."""
@@ -314,8 +317,17 @@ def resolve_settings(flags: Mapping[str, Any], environ: Mapping[str, str]) -> Se
         no_passage=bool(flags.get("no_passage")),
         dry_run=bool(flags.get("dry_run")),
         force=bool(flags.get("force")),
+        storage_env=storage_environment(environ),
         **values,
     )
+
+
+STORAGE_ENV_PREFIXES = ("AWS_", "FSSPEC_", "BOTO_", "S3_")
+
+
+def storage_environment(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The variables fsspec and s3fs configure themselves from, sorted."""
+    return tuple(sorted((k, v) for k, v in environ.items() if k.startswith(STORAGE_ENV_PREFIXES)))
 
 
 def _resolve_knob(

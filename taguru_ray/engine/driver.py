@@ -33,7 +33,7 @@ from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.settings import Settings, checkpoint_fingerprint, compute_inputs
 from taguru_ray.store.checkpoints import Checkpoint, count_reusable
 from taguru_ray.store.inputs import expand, read_source
-from taguru_ray.store.lock import OutLock
+from taguru_ray.store.lock import lock_for
 from taguru_ray.store.manifest import Manifest
 from taguru_ray.store.outdir import OutDir
 
@@ -179,17 +179,12 @@ def extract(settings: Settings, console: Console) -> int:
     if settings.dry_run:
         return dry_run(settings, console)
     out = OutDir(settings.out)
-    if not out.local:
-        raise UsageError(
-            f"--out {settings.out}: object-store output is not supported yet by this version of "
-            "taguru-ray — give a local folder"
-        )
     sources = expand(settings.paths)
     try:
         out.ensure()
     except OSError as error:
         raise StartupError(f"--out {settings.out}: cannot create it ({error})") from None
-    with OutLock(out):
+    with lock_for(out, console.err):
         started = start_ray(settings.address)
         try:
             return asyncio.run(_Run(settings, console, out, sources).run())
@@ -264,6 +259,7 @@ class _Run:
             )
             tasks.append(asyncio.create_task(self._extract(job)))
         await asyncio.gather(*tasks)
+        await asyncio.to_thread(self.manifest.compact)
         if diagnostics is not None:
             await diagnostics.close.remote()
         tally = self.tally

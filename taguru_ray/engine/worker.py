@@ -11,6 +11,7 @@ endpoint.
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 import httpx
@@ -31,6 +32,8 @@ class SegmentWorker:
     def __init__(
         self, settings: Settings, run_id: str, gateway: Any, ledger: Any, diagnostics: Any | None
     ) -> None:
+        # The driver's storage credentials and endpoint: fsspec reads them from here.
+        os.environ.update(dict(settings.storage_env))
         self._settings = settings
         self._ledger = ledger
         self._run_id = run_id

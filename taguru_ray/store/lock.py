@@ -12,9 +12,10 @@ import fcntl
 import json
 import os
 import socket
+from collections.abc import Callable
 from typing import IO
 
-from taguru_ray.errors import StartupError
+from taguru_ray.errors import StartupError, UsageError
 from taguru_ray.store.outdir import LOCK, OutDir
 
 
@@ -63,3 +64,13 @@ def _describe(text: str) -> str:
         return f"pid {holder['pid']} on {holder['host']}"
     except (ValueError, KeyError, TypeError):
         return "holder unknown"
+
+
+def lock_for(out: OutDir, say: Callable[[str], None]) -> OutLock:
+    """The lock that fits --out's backend (`say` prints a line to stderr)."""
+    if not out.local:
+        raise UsageError(
+            f"--out {out.url}: object-store output is not supported yet by this version of "
+            "taguru-ray — give a local folder"
+        )
+    return OutLock(out)

@@ -81,6 +81,9 @@ class Manifest:
         self.entries[source] = dict(inputs)
         self._out.write(MANIFEST, self.render())
 
+    def compact(self) -> None:
+        """Settle the manifest at run end (every `record` already rewrote it whole)."""
+
     def render(self) -> bytes:
         documents = {
             path: {key: entry[key] for key in MANIFEST_FIELDS if key in entry}
