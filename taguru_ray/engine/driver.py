@@ -24,7 +24,7 @@ from taguru_ray.contract.names import join, output_name, written_id
 from taguru_ray.contract.source_file import SourceFileError, parse_source_file
 from taguru_ray.engine.segment import FAILURE_PREFIX, SegmentJob, SegmentOutcome
 from taguru_ray.engine.window import OrderedReport, SegmentWindow
-from taguru_ray.errors import EXIT_FAILED, EXIT_OK, StartupError, UsageError
+from taguru_ray.errors import EXIT_FAILED, EXIT_OK, StartupError
 from taguru_ray.llm.client import ChatClient
 from taguru_ray.llm.ladder import PINNED, PROMPTED, probe
 from taguru_ray.pipeline.plan import plan_chunks
