@@ -12,6 +12,9 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
+# Every stderr line about the run starts so, as the reference tool's do (users grep it).
+MESSAGE_PREFIX = "taguru: extract: "
+
 
 class TaguruRayError(Exception):
     """Base of every error the CLI turns into a message and an exit code."""

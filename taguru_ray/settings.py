@@ -89,6 +89,22 @@ def _text(text: str) -> str:
     return text
 
 
+def _inflight(text: str) -> int | str:
+    if text.strip() == "auto":
+        return "auto"
+    try:
+        return _int_at_least(1)(text)
+    except ValueError:
+        raise ValueError(f"takes a whole number of at least 1 or auto, got {text!r}") from None
+
+
+def _progress(text: str) -> str:
+    word = text.strip().lower()
+    if word in ("auto", "bar", "lines", "off"):
+        return word
+    raise ValueError(f"takes auto, bar, lines or off, got {text!r}")
+
+
 def _trace_attempts(text: str) -> bool:
     # Seed 000: off/0/false/no disables the attempts log; anything else keeps it.
     return text.strip().lower() not in {"off", "0", "false", "no"}
@@ -171,7 +187,10 @@ KNOBS: tuple[Knob, ...] = (
          **_NOT_BUILT, what="--resume-from"),
     # Ray and scale.
     Knob("segment_window", "--segment-window", "TAGURU_RAY_SEGMENT_WINDOW", _int_at_least(1), 8),
-    Knob("max_inflight", "--max-inflight", "TAGURU_RAY_MAX_INFLIGHT", _int_at_least(1), 32),
+    Knob("max_inflight", "--max-inflight", "TAGURU_RAY_MAX_INFLIGHT", _inflight, 32),
+    Knob("rpm", "--rpm", "TAGURU_RAY_RPM", _int_at_least(1), 0),
+    Knob("tpm", "--tpm", "TAGURU_RAY_TPM", _int_at_least(1), 0),
+    Knob("progress", "--progress", "TAGURU_RAY_PROGRESS", _progress, "auto"),
     Knob("workers", "--workers", "TAGURU_RAY_WORKERS", _int_at_least(1), 2),
     Knob("address", "--address", "RAY_ADDRESS", _text, None),
 )
@@ -223,7 +242,11 @@ class Settings:
     replay_from: str | None = None
     resume_from: str | None = None
     segment_window: int = 8
-    max_inflight: int = 32
+    max_inflight: int | str = 32  # or "auto": adaptive concurrency
+    rpm: int = 0
+    tpm: int = 0
+    progress: str = "auto"  # auto: a bar on a terminal, periodic lines otherwise
+    endpoints: tuple[str, ...] = ()
     workers: int = 2
     address: str | None = None
     # What fsspec/s3fs read from the environment (credentials, endpoint, region),
@@ -300,7 +323,8 @@ def resolve_settings(flags: Mapping[str, Any], environ: Mapping[str, str]) -> Se
             "TAGURU_EXTRACT_MODEL is not set — export the model name your endpoint serves "
             "(it is a compute input the manifest records)"
         )
-    if not values["url"] and not flags.get("dry_run"):
+    endpoints = tuple(flags.get("endpoints") or ()) or ((values["url"],) if values["url"] else ())
+    if not endpoints and not flags.get("dry_run"):
         raise UsageError(
             "TAGURU_EXTRACT_URL is not set — export your OpenAI-compatible endpoint, e.g. "
             "TAGURU_EXTRACT_URL=http://127.0.0.1:8000/v1/chat/completions"
@@ -318,6 +342,7 @@ def resolve_settings(flags: Mapping[str, Any], environ: Mapping[str, str]) -> Se
         dry_run=bool(flags.get("dry_run")),
         force=bool(flags.get("force")),
         storage_env=storage_environment(environ),
+        endpoints=endpoints,
         **values,
     )
 

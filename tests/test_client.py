@@ -6,8 +6,8 @@ import asyncio
 
 import httpx
 
-from taguru_ray.llm.client import ChatClient, Completion, CompletionRequest
-from taguru_ray.llm.gateway import PermitPool
+from taguru_ray.llm.admission import PermitPool
+from taguru_ray.llm.client import ChatClient, Completion, CompletionRequest, Usage
 from taguru_ray.simulate.harness import SimulatorProcess
 
 REQUEST = CompletionRequest(
@@ -20,13 +20,14 @@ REQUEST = CompletionRequest(
 
 class PoolAdmission:
     def __init__(self, limit: int) -> None:
-        self.pool = PermitPool(limit)
+        self.pool = PermitPool(["unused"], limit)
 
-    async def acquire(self) -> None:
-        await self.pool.acquire()
+    async def acquire(self, tokens: int) -> tuple[int, int]:
+        lease = await self.pool.acquire("test", tokens)
+        return lease.lease_id, lease.endpoint
 
-    async def release(self, usage) -> None:  # type: ignore[no-untyped-def]
-        self.pool.release(usage)
+    async def release(self, lease_id: int, usage: Usage) -> None:
+        await self.pool.release(lease_id, usage)
 
 
 def complete(

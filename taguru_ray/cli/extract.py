@@ -20,11 +20,6 @@ ERROR_PREFIX = "taguru-ray: extract: "
 
 # Flags of later features: refused with "not supported yet" until they are built.
 UNBUILT_FLAGS = {
-    "--endpoint": "several endpoints (--endpoint)",
-    "--rpm": "request-rate ceilings (--rpm)",
-    "--tpm": "token-rate ceilings (--tpm)",
-    "--progress": "the progress display (--progress)",
-    "--no-progress": "the progress display (--no-progress)",
     "--steps": "the step table (--steps)",
     "--carryover": "entity carryover between chunks (--carryover)",
     "--gleanings": "gleaning passes (--gleanings)",
@@ -116,8 +111,34 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-inflight",
         dest="max_inflight",
         action=_Once,
-        metavar="N",
-        help="completions in flight across the whole run (default 32)",
+        metavar="N|auto",
+        help="completions in flight across the whole run (default 32); auto finds the "
+        "endpoint's knee",
+    )
+    ray.add_argument(
+        "--endpoint",
+        dest="endpoints",
+        action="append",
+        metavar="URL",
+        help="an OpenAI-compatible endpoint (repeatable: balanced by least in flight); "
+        "replaces TAGURU_EXTRACT_URL",
+    )
+    ray.add_argument("--rpm", action=_Once, metavar="N", help="requests per minute ceiling")
+    ray.add_argument("--tpm", action=_Once, metavar="N", help="estimated tokens per minute")
+    ray.add_argument(
+        "--progress",
+        action=_Once,
+        metavar="MODE",
+        nargs="?",
+        const="bar",
+        help="auto (default: a bar on a terminal, plain lines otherwise), bar, lines",
+    )
+    ray.add_argument(
+        "--no-progress",
+        dest="progress",
+        action="store_const",
+        const="off",
+        help="no progress display",
     )
     ray.add_argument(
         "--workers", action=_Once, metavar="N", help="segment worker actors (default 2)"

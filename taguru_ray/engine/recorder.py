@@ -4,6 +4,11 @@ One recorder per segment and one segment per worker call, so no two
 processes ever write the same file. Checkpoint rewrites are serialised per
 segment: each one serialises every unit landed so far, and two racing
 rewrites could otherwise leave the older set on disk.
+
+Attempts-log records are group-committed: a record is durable before `log`
+returns (it precedes the unit the caller checkpoints next), and the records
+concurrent pieces hand in while a write is under way share the next write —
+one fsync, or one PUT of the whole log on an object store (ADR 0009).
 """
 
 from __future__ import annotations
@@ -39,6 +44,12 @@ class StoreRecorder:
         self._checkpoint: Checkpoint | None = None
         self._log = AttemptsLog(out, f"{TRACE}/{attempts_name(source)}") if trace_attempts else None
         self._lock = asyncio.Lock()
+        # The attempts log's group commit: records handed in, records durable.
+        self._pending: list[Record] = []
+        self._queued = 0
+        self._durable = 0
+        self._log_lock = asyncio.Lock()
+        self._log_error: BaseException | None = None
 
     def load(self, fingerprint: dict[str, Any], *, discard: bool) -> tuple[Resume, str | None]:
         """The checkpoint's usable units and splits; `discard` (--force) starts from none."""
@@ -56,13 +67,38 @@ class StoreRecorder:
     async def begin(self, records: list[Record], *, fresh: bool) -> None:
         if self._log is None:
             return
-        self._log.open(fresh=fresh)
-        for record in records:
-            self._log.write(record)
+        await asyncio.to_thread(self._log.open, fresh=fresh)
+        await self._append(self._log, records)
 
     async def log(self, record: Record) -> None:
         if self._log is not None:
-            self._log.write(record)
+            await self._append(self._log, [record])
+
+    async def _append(self, log: AttemptsLog, records: list[Record]) -> None:
+        """Make `records` durable, together with any handed in while waiting for the lock."""
+        self._pending.extend(records)
+        self._queued += len(records)
+        mine = self._queued
+        async with self._log_lock:
+            if self._log_error is not None:
+                raise self._log_error
+            if self._durable >= mine:
+                return  # an earlier write carried them
+            batch, self._pending = self._pending, []
+            write = asyncio.ensure_future(asyncio.to_thread(log.write_many, batch))
+            try:
+                await asyncio.shield(write)
+            except asyncio.CancelledError:
+                # The thread writes on regardless: keep the lock until it is done, so
+                # no later write overlaps it (an older whole-object PUT landing last).
+                await asyncio.wait({write})
+                raise
+            except Exception as error:
+                self._log_error = error  # later records would misstate what is on disk
+                raise
+            finally:
+                if write.done() and not write.cancelled() and write.exception() is None:
+                    self._durable += len(batch)
 
     async def sidecar(self, records: list[Record]) -> None:
         if self._sidecar is not None and records:
@@ -89,7 +125,7 @@ class StoreRecorder:
         return []
 
     def attempts_log_exists(self) -> bool:
-        return self._log is not None and self._out.exists(self._log.name)
+        return self._log is not None and self._log.opened
 
     def close(self) -> None:
         if self._log is not None:

@@ -7,11 +7,12 @@ Formats are CONTRACT.md section 6's (report and failure lines) and section
 from __future__ import annotations
 
 from taguru_ray.contract.records import Record
+from taguru_ray.errors import MESSAGE_PREFIX
 from taguru_ray.pipeline.merge import Extraction
 from taguru_ray.pipeline.plan import Piece
 from taguru_ray.pipeline.reconcile import PieceState
 
-FAILURE_PREFIX = "taguru: extract: "
+FAILURE_PREFIX = MESSAGE_PREFIX
 
 
 def sidecar_attempt(record: Record, raw_bytes: int) -> Record:

@@ -41,6 +41,7 @@ from taguru_ray.engine.report import (
     report_line,
     sidecar_attempt,
 )
+from taguru_ray.llm.admission import Stopped
 from taguru_ray.llm.ladder import JSON_OBJECT, JSON_SCHEMA, LadderConfig
 from taguru_ray.pipeline.mechanical import Removal
 from taguru_ray.pipeline.merge import Extraction, MergeInput, MergeRules, merge
@@ -114,7 +115,7 @@ class SegmentJob:
 class SegmentOutcome:
     index: int
     source: str
-    status: str  # written | failed
+    status: str  # written | failed | interrupted
     report: str | None = None  # the stdout line of a written segment
     notes: list[str] = field(default_factory=list)  # stderr lines, failure line last
     inputs: dict[str, Any] | None = None  # the manifest entry to record
@@ -180,6 +181,7 @@ class _Run:
     system_logged: bool = False
     completions: int = 0
     failures: dict[int, tuple[Piece, str]] = field(default_factory=dict)  # chunk -> innermost
+    interrupted: bool = False  # the run is stopping: no new completion may start
 
     @property
     def batch_path(self) -> str:
@@ -273,10 +275,20 @@ async def extract_segment(
     await recorder.begin(await _head_records(run), fresh=not resume.units)
     await recorder.sidecar([chunk_record(chunk, job.source) for chunk in chunks])
     pieces = await _run_chunks(run)
-    if not run.failures and not settings.lossy:
-        await _reconcile(run, pieces)
+    if not run.failures and not run.interrupted and not settings.lossy:
+        try:
+            await _reconcile(run, pieces)
+        except Stopped:
+            run.interrupted = True
     outcome.completions = run.completions
     outcome.notes.extend(run.notes)
+    if run.interrupted and not run.failures:
+        outcome.status = "interrupted"
+        outcome.notes.append(
+            f"{FAILURE_PREFIX}{job.source}: stopped — {len(run.resume.units)} extracted "
+            "unit(s) are checkpointed; a rerun without --force resumes from them"
+        )
+        return outcome
     if run.failures:
         outcome.notes.append(_failure_line(run, min(run.failures)))
         return outcome
@@ -361,12 +373,14 @@ async def _run_chunks(run: _Run) -> list[PieceState]:
 
     async def one(chunk: Chunk) -> None:
         async with slots:
-            if run.failures:
-                return  # no new claims once a chunk has failed
+            if run.failures or run.interrupted:
+                return  # no new claims once a chunk has failed, or the run stops
             try:
                 results[chunk.index] = await _descend(run, chunk)
             except PieceFailed as failure:
                 run.failures[chunk.index] = (failure.piece or chunk, str(failure))
+            except Stopped:
+                run.interrupted = True
 
     await asyncio.gather(*(one(chunk) for chunk in run.chunks))
     return [state for index in sorted(results) for state in results[index]]

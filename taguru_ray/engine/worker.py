@@ -18,6 +18,7 @@ import httpx
 import ray
 
 from taguru_ray.contract.records import Record
+from taguru_ray.engine import metrics
 from taguru_ray.engine.recorder import StoreRecorder
 from taguru_ray.engine.segment import Model, SegmentJob, SegmentOutcome, extract_segment
 from taguru_ray.llm.client import ChatClient
@@ -27,10 +28,18 @@ from taguru_ray.store.logs import Sidecar
 from taguru_ray.store.outdir import OutDir
 
 
-@ray.remote(num_cpus=0, max_concurrency=10_000)
+# A worker process that dies (a preempted node) is restarted by Ray; the driver
+# resubmits the segments it was running, and their checkpoints make the redo cheap.
+@ray.remote(num_cpus=0, max_concurrency=10_000, max_restarts=-1)
 class SegmentWorker:
     def __init__(
-        self, settings: Settings, run_id: str, gateway: Any, ledger: Any, diagnostics: Any | None
+        self,
+        index: int,
+        settings: Settings,
+        run_id: str,
+        gateway: Any,
+        ledger: Any,
+        diagnostics: Any | None,
     ) -> None:
         # The driver's storage credentials and endpoint: fsspec reads them from here.
         os.environ.update(dict(settings.storage_env))
@@ -38,7 +47,8 @@ class SegmentWorker:
         self._ledger = ledger
         self._run_id = run_id
         self._gateway = gateway
-        self._admission = GatewayAdmission(gateway)
+        self._admission = GatewayAdmission(gateway, index)
+        self._registered = False
         self._diagnostics = diagnostics
         self._out = OutDir(settings.out)
         self._client: ChatClient | None = None
@@ -46,15 +56,15 @@ class SegmentWorker:
     def _chat(self) -> ChatClient:
         # Created on first use, inside the actor's event loop that will drive it.
         if self._client is None:
+            cap = self._settings.max_inflight
+            connections = cap if isinstance(cap, int) else 1024
             limits = httpx.Limits(
-                max_connections=self._settings.max_inflight,
-                max_keepalive_connections=self._settings.max_inflight,
+                max_connections=connections, max_keepalive_connections=connections
             )
             http = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(None))
-            assert self._settings.url is not None
             self._client = ChatClient(
                 http,
-                self._settings.url,
+                list(self._settings.endpoints),
                 self._settings.model,
                 api_key=self._settings.api_key,
                 timeout_secs=self._settings.timeout_secs,
@@ -62,19 +72,27 @@ class SegmentWorker:
             )
         return self._client
 
+    async def pid(self) -> int:
+        return os.getpid()
+
     async def run(self, job: SegmentJob) -> SegmentOutcome:
+        if not self._registered:  # once per incarnation: frees a dead predecessor's permits
+            self._registered = True
+            await self._admission.register()
         pending: list[Any] = []
 
         def emit(records: list[Record]) -> None:
             if self._diagnostics is not None:
                 pending.append(self._diagnostics.write.remote(records))
 
-        recorder = StoreRecorder(
-            self._out,
-            job.source,
-            trace_attempts=self._settings.trace_attempts,
-            sidecar=emit if self._diagnostics is not None else None,
-            sidecar_path=self._settings.diagnostics_out,
+        recorder = Metered(
+            StoreRecorder(
+                self._out,
+                job.source,
+                trace_attempts=self._settings.trace_attempts,
+                sidecar=emit if self._diagnostics is not None else None,
+                sidecar_path=self._settings.diagnostics_out,
+            )
         )
 
         async def claims(queries: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
@@ -98,11 +116,30 @@ class SegmentWorker:
                 await asyncio.gather(*pending)
 
 
+class Metered:
+    """A recorder that also counts attempts and ladder moves for Prometheus."""
+
+    def __init__(self, inner: StoreRecorder) -> None:
+        self._inner = inner
+        self.sidecar_path = inner.sidecar_path
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def log(self, record: Record) -> None:
+        if record["type"] == "attempt":
+            metrics.attempt(record["state"], record["stage"], record["transport_retries"])
+        elif record["type"] == "move":
+            metrics.move(record["move"])
+        await self._inner.log(record)
+
+
 @ray.remote(num_cpus=0, max_concurrency=1)
 class DiagnosticsWriter:
     """The single writer of the run's --diagnostics-out sidecar (ordered per caller)."""
 
-    def __init__(self, path: str, run_id: str) -> None:
+    def __init__(self, path: str, run_id: str, storage_env: dict[str, str]) -> None:
+        os.environ.update(storage_env)  # the sidecar may live on the same object store
         self._sidecar = Sidecar(path)
         self._sidecar.write([{"type": "run", "run_id": run_id}])
 

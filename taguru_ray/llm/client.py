@@ -67,23 +67,28 @@ class Usage:
     latency_seconds: float
     input_tokens: int = 0
     output_tokens: int = 0
+    retry_after: float | None = None  # a 429's Retry-After: pauses the endpoint for everyone
 
 
 class Admission(Protocol):
-    """Run-wide admission control: a permit per HTTP request on the wire."""
+    """Run-wide admission control: a permit per HTTP request on the wire.
 
-    async def acquire(self) -> None: ...
+    `acquire` returns (lease id, index of the endpoint to send to); it may
+    raise `admission.Stopped` when the run is stopping.
+    """
 
-    async def release(self, usage: Usage) -> None: ...
+    async def acquire(self, tokens: int) -> tuple[int, int]: ...
+
+    async def release(self, lease_id: int, usage: Usage) -> None: ...
 
 
 class Unlimited:
-    """Admission for tests and single-process use: never waits."""
+    """Admission for tests and single-process use: never waits, always the first endpoint."""
 
-    async def acquire(self) -> None:
-        return None
+    async def acquire(self, tokens: int) -> tuple[int, int]:
+        return 0, 0
 
-    async def release(self, usage: Usage) -> None:
+    async def release(self, lease_id: int, usage: Usage) -> None:
         return None
 
 
@@ -103,12 +108,12 @@ def endpoint_url(url: str) -> str:
 
 
 class ChatClient:
-    """Completions against one endpoint with one model."""
+    """Completions with one model against one or several endpoints (admission picks)."""
 
     def __init__(
         self,
         http: httpx.AsyncClient,
-        url: str,
+        url: str | list[str],
         model: str,
         *,
         api_key: str | None,
@@ -117,7 +122,7 @@ class ChatClient:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._http = http
-        self._url = endpoint_url(url)
+        self._urls = [endpoint_url(u) for u in ([url] if isinstance(url, str) else url)]
         self._model = model
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout = timeout_secs or None
@@ -140,7 +145,7 @@ class ChatClient:
             async for attempt in transport_retrying(retry_timeouts=request.retry_timeouts):
                 with attempt:
                     tries += 1
-                    payload = await self._post(body)
+                    payload = await self._post(body, _estimate_tokens(request))
         except FatalStatus as error:
             return self._failed("transport", str(error), tries, started, error.status)
         except CompletionTimeout:
@@ -159,16 +164,20 @@ class ChatClient:
             return self._failed("transport", message, tries, started)
         return self._answer(payload, tries, started)
 
-    async def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        await self._admission.acquire()
+    async def _post(self, body: dict[str, Any], tokens: int) -> dict[str, Any]:
+        lease, endpoint = await self._admission.acquire(tokens)
         began = self._clock()
         usage = Usage("transport", 0.0)
         try:
             async with asyncio.timeout(self._timeout):
-                response = await self._http.post(self._url, json=body, headers=self._headers)
+                response = await self._http.post(
+                    self._urls[endpoint], json=body, headers=self._headers
+                )
             usage = Usage(f"http_{response.status_code}", self._clock() - began)
             if response.status_code == 429 or response.status_code >= 500:
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
+                if response.status_code == 429:
+                    usage = Usage("http_429", usage.latency_seconds, retry_after=retry_after)
                 raise RetryableStatus(response.status_code, _excerpt(response.text), retry_after)
             if response.status_code >= 400:
                 raise FatalStatus(response.status_code, _excerpt(response.text))
@@ -190,7 +199,7 @@ class ChatClient:
             usage = Usage("timeout", self._clock() - began)
             raise CompletionTimeout() from None
         finally:
-            await self._admission.release(usage)
+            await self._admission.release(lease, usage)
 
     def _failed(
         self,
@@ -229,6 +238,13 @@ class ChatClient:
             transport_retries=tries - 1,
             elapsed_seconds=self._clock() - started,
         )
+
+
+def _estimate_tokens(request: CompletionRequest) -> int:
+    """Tokens a request may cost, for --tpm: its input (about 4 bytes a token) plus its
+    output cap, or half the input again when it sends none."""
+    sent = sum(len(m.get("content", "").encode("utf-8")) for m in request.messages)
+    return sent // 4 + (request.max_tokens if request.max_tokens else sent // 8)
 
 
 def _int(value: Any) -> int | None:

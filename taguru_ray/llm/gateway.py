@@ -1,83 +1,66 @@
-"""The gateway: one coordinator of the run's completion permits.
+"""The gateway: one coordinator of the run's completion permits and its rung.
 
-Every HTTP request to a model endpoint holds a permit while it is on the
-wire, so ``--max-inflight`` bounds completions in flight across every worker
-of the run. The gateway is a coordinator, not a proxy (ENGINE.md): request
-and answer bodies travel worker ↔ endpoint; the gateway only hands out
-permits, numbers attempts in issue order (``attempt_seq`` is run-wide) and
-keeps the counters the progress display reads.
+Every HTTP request to a model endpoint holds a permit while it is on the wire,
+so the in-flight cap, the rate ceilings and endpoint health hold across every
+worker of the run (`admission.PermitPool`). The gateway is a coordinator, not
+a proxy (ENGINE.md): request and answer bodies travel worker ↔ endpoint; the
+gateway hands out leases naming the endpoint, numbers attempts in issue order
+(`attempt_seq` is run-wide), holds the run-wide structured-output rung, and
+keeps the counters the progress display and the metrics read.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections import Counter
-from dataclasses import dataclass, field
+import secrets
 from typing import Any
 
 import ray
 
+from taguru_ray.engine import metrics
+from taguru_ray.llm.admission import PermitPool, Stopped
 from taguru_ray.llm.client import Usage
 from taguru_ray.llm.ladder import RungState
 
 
-@dataclass
-class PermitPool:
-    """The gateway's state, free of Ray so it can be tested directly."""
-
-    limit: int
-    in_flight: int = 0
-    max_in_flight: int = 0
-    attempt_seq: int = 0
-    outcomes: Counter[str] = field(default_factory=Counter)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    _slots: asyncio.Semaphore | None = None
-
-    def _semaphore(self) -> asyncio.Semaphore:
-        if self._slots is None:
-            self._slots = asyncio.Semaphore(self.limit)
-        return self._slots
-
-    async def acquire(self) -> None:
-        await self._semaphore().acquire()
-        self.in_flight += 1
-        self.max_in_flight = max(self.max_in_flight, self.in_flight)
-
-    def release(self, usage: Usage) -> None:
-        self.in_flight -= 1
-        self._semaphore().release()
-        self.outcomes[usage.outcome] += 1
-        self.input_tokens += usage.input_tokens
-        self.output_tokens += usage.output_tokens
-
-    def next_attempt_seq(self) -> int:
-        self.attempt_seq += 1
-        return self.attempt_seq
-
-    def stats(self) -> dict[str, Any]:
-        return {
-            "limit": self.limit,
-            "in_flight": self.in_flight,
-            "max_in_flight": self.max_in_flight,
-            "attempts": self.attempt_seq,
-            "outcomes": dict(self.outcomes),
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-        }
-
-
 @ray.remote(num_cpus=0, max_concurrency=100_000)
 class Gateway:
-    """The Ray actor around a PermitPool; async, so waiting callers cost nothing.
+    """The Ray actor around a PermitPool; async, so waiting callers cost nothing."""
 
-    It also holds the run-wide structured-output rung, so a demotion one
-    worker makes is the rung every worker's next round reads (ADR 0021).
-    """
-
-    def __init__(self, limit: int, rung: str | None = None) -> None:
-        self._pool = PermitPool(limit)
+    def __init__(
+        self,
+        urls: list[str],
+        limit: int | None,
+        rpm: int = 0,
+        tpm: int = 0,
+        rung: str | None = None,
+    ) -> None:
+        self._pool = PermitPool(urls, limit, rpm, tpm)
         self._rung = RungState(rung) if rung is not None else None
+
+    async def acquire(self, worker: str, tokens: int) -> tuple[int, int] | None:
+        """(lease id, endpoint index), or None once the run is stopping."""
+        try:
+            lease = await self._pool.acquire(worker, tokens)
+        except Stopped:
+            return None
+        metrics.in_flight(self._pool.in_flight)
+        return lease.lease_id, lease.endpoint
+
+    async def release(self, lease_id: int, usage: Usage) -> None:
+        await self._pool.release(lease_id, usage)
+        metrics.request_done(usage, self._pool.in_flight, self._pool.current_limit)
+
+    async def register(self, index: int, incarnation: str) -> None:
+        self._pool.register(index, incarnation)
+
+    async def next_attempt_seq(self) -> int:
+        return self._pool.next_attempt_seq()
+
+    async def stop(self) -> None:
+        await self._pool.stop()
+
+    async def stats(self) -> dict[str, Any]:
+        return self._pool.stats()
 
     async def rung(self) -> str | None:
         return self._rung.rung if self._rung else None
@@ -87,30 +70,27 @@ class Gateway:
             return False, ran_under
         return self._rung.demote(ran_under)
 
-    async def acquire(self) -> None:
-        await self._pool.acquire()
-
-    async def release(self, usage: Usage) -> None:
-        self._pool.release(usage)
-
-    async def next_attempt_seq(self) -> int:
-        return self._pool.next_attempt_seq()
-
-    async def stats(self) -> dict[str, Any]:
-        return self._pool.stats()
-
 
 class GatewayAdmission:
-    """The client-side `Admission` over a Gateway actor handle."""
+    """The client-side `Admission` over a Gateway actor handle, for one worker."""
 
-    def __init__(self, gateway: Any) -> None:
+    def __init__(self, gateway: Any, index: int) -> None:
         self._gateway = gateway
+        self._index = index
+        self.incarnation = f"{index}-{secrets.token_hex(4)}"
 
-    async def acquire(self) -> None:
-        await self._gateway.acquire.remote()
+    async def register(self) -> None:
+        """Tell the gateway this worker (re)started, freeing a dead predecessor's permits."""
+        await self._gateway.register.remote(self._index, self.incarnation)
 
-    async def release(self, usage: Usage) -> None:
-        await self._gateway.release.remote(usage)
+    async def acquire(self, tokens: int) -> tuple[int, int]:
+        granted = await self._gateway.acquire.remote(self.incarnation, tokens)
+        if granted is None:
+            raise Stopped()
+        return granted  # type: ignore[no-any-return]
+
+    async def release(self, lease_id: int, usage: Usage) -> None:
+        await self._gateway.release.remote(lease_id, usage)
 
     async def next_attempt_seq(self) -> int:
         return int(await self._gateway.next_attempt_seq.remote())

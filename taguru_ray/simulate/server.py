@@ -132,6 +132,14 @@ class Counters:
     prompts: Counter[str] = field(default_factory=Counter)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # (seconds since the counters started, outcome) per request, newest last:
+    # lets a test see *when* requests arrived, e.g. none inside a Retry-After pause.
+    arrivals: deque[tuple[float, str]] = field(default_factory=lambda: deque(maxlen=100_000))
+    started: float = field(default_factory=time.monotonic)
+
+    def count(self, outcome: str) -> None:
+        self.by_outcome[outcome] += 1
+        self.arrivals.append((round(time.monotonic() - self.started, 4), outcome))
 
 
 class Simulator:
@@ -169,6 +177,7 @@ class Simulator:
             "prompt_tokens": c.prompt_tokens,
             "completion_tokens": c.completion_tokens,
             "prompts": dict(sorted(c.prompts.items())),
+            "arrivals": [list(entry) for entry in c.arrivals],
         }
 
     def admit(self, user_turn: str | None) -> Fault | None:
@@ -289,7 +298,7 @@ async def _chat_completions(request: web.Request) -> web.Response:
     parsed = _parse_chat_request(body)
     if isinstance(parsed, str):
         sim.counters.requests += 1
-        sim.counters.by_outcome["bad_request"] += 1
+        sim.counters.count("bad_request")
         return _error(400, parsed, "invalid_request_error")
 
     user_turn = first_user_turn(parsed.messages)
@@ -301,7 +310,7 @@ async def _chat_completions(request: web.Request) -> web.Response:
     ):
         fault = None  # these misbehave only under constrained decoding
     if fault is not None and fault.kind == "reject_schema":
-        sim.counters.by_outcome["reject_schema"] += 1
+        sim.counters.count("reject_schema")
         return _error(
             400,
             "response_format json_schema is not supported by this model (simulated)",
@@ -311,7 +320,7 @@ async def _chat_completions(request: web.Request) -> web.Response:
     if fault is not None and fault.kind == "schema_loop" and parsed.max_tokens is None:
         fault = Fault("stall", stall_seconds=fault.stall_seconds)  # loops until the client quits
     if fault is not None and fault.kind in HTTP_FAULTS:
-        sim.counters.by_outcome[fault.kind] += 1
+        sim.counters.count(fault.kind)
         return _http_fault(fault, sim.config)
 
     kind = fault.kind if fault else None
@@ -324,7 +333,7 @@ async def _chat_completions(request: web.Request) -> web.Response:
         "".join(content_text(m.get("content")) for m in parsed.messages)
     )
     completion_tokens = estimate_tokens(content)
-    sim.counters.by_outcome[outcome] += 1
+    sim.counters.count(outcome)
     sim.counters.prompt_tokens += prompt_tokens
     sim.counters.completion_tokens += completion_tokens
 

@@ -1,9 +1,12 @@
-"""One run per --out: the advisory ``.extract.lock``.
+"""One run per --out: the ``.extract.lock`` — an flock on a local disk, a lease on object stores.
 
 On a local disk the lock is an ``flock`` on the lock file, held for the whole
 run by the driver process: the kernel drops it the moment that process dies,
 however it dies, so a killed driver's lock never blocks the rerun. The file
 keeps the holder's pid and host only to name it in the refusal.
+
+An object store has no flock and no process to watch, so there the lock is
+the lease of `lease.py`.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import socket
 from collections.abc import Callable
 from typing import IO
 
-from taguru_ray.errors import StartupError, UsageError
+from taguru_ray.errors import StartupError
+from taguru_ray.store.lease import LeaseLock, refusal
 from taguru_ray.store.outdir import LOCK, OutDir
 
 
@@ -34,10 +38,7 @@ class OutLock:
             handle.seek(0)
             holder = _describe(handle.read())
             handle.close()
-            raise StartupError(
-                f"output directory {self._out.url} is held by another taguru-ray process "
-                f"({holder}) — wait for it to finish or stop it; one run per --out at a time"
-            ) from None
+            raise StartupError(refusal(self._out, holder)) from None
         handle.seek(0)
         handle.truncate()
         handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname()}))
@@ -66,11 +67,8 @@ def _describe(text: str) -> str:
         return "holder unknown"
 
 
-def lock_for(out: OutDir, say: Callable[[str], None]) -> OutLock:
+def lock_for(out: OutDir, say: Callable[[str], None]) -> OutLock | LeaseLock:
     """The lock that fits --out's backend (`say` prints a line to stderr)."""
-    if not out.local:
-        raise UsageError(
-            f"--out {out.url}: object-store output is not supported yet by this version of "
-            "taguru-ray — give a local folder"
-        )
-    return OutLock(out)
+    if out.local:
+        return OutLock(out)
+    return LeaseLock(out, say)

@@ -1,20 +1,33 @@
-"""The manifest ``.extract-manifest.json``: the skip index of written segments.
+"""The manifest: the skip index of written segments, as a journal plus one compacted file.
 
-Shape (CONTRACT.md section 2): ``{"documents": {<input path>: <entry>}}``,
-pretty-printed, keys sorted. An entry records the compute inputs its source
-file was made from; a segment is skipped only when every input is equal and
-the recorded output file still exists. A missing or unreadable manifest means
-everything re-extracts — never a false "unchanged". Only successes are
-recorded.
+Readers outside taguru-ray know one file, ``.extract-manifest.json`` (CONTRACT.md
+section 2): ``{"documents": {<input path>: <entry>}}``, pretty-printed, keys
+sorted. An entry records the compute inputs its source file was made from; a
+segment is skipped only when every input is equal and the recorded output
+file still exists. A missing or unreadable manifest means everything
+re-extracts — never a false "unchanged". Only successes are recorded.
+
+Rewriting that one file per written segment costs O(segments) bytes each
+time — a terabyte of PUTs over a million-segment run. So a run records each
+written segment as its own small journal entry,
+``.extract-manifest.d/<16 hex of sha256(source)>.json`` (one PUT or one atomic
+rename), and `compact` folds the journal into the single file once, at run
+end, then deletes the entries it folded (ADR 0009). A run killed before its
+compaction leaves its entries behind; the next `load` overlays them on the
+single file, so nothing written is ever re-paid. An entry older than the
+single file is not overlaid: a tool that knows no journal (the reference)
+rewrote the file after it, so the file is newer for every segment.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import threading
 from typing import Any
 
 from taguru_ray.settings import MANIFEST_FIELDS
-from taguru_ray.store.outdir import MANIFEST, OutDir
+from taguru_ray.store.outdir import MANIFEST, MANIFEST_JOURNAL, OutDir
 
 # Fields an older entry may lack; absent means the default run's value.
 ENTRY_DEFAULTS: dict[str, Any] = {
@@ -40,33 +53,61 @@ ENTRY_DEFAULTS: dict[str, Any] = {
 }
 
 
+def journal_name(source: str) -> str:
+    """The journal entry of one segment: a later record of it replaces the earlier."""
+    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
+    return f"{MANIFEST_JOURNAL}/{digest}.json"
+
+
 class Manifest:
-    def __init__(self, out: OutDir, entries: dict[str, dict[str, Any]]) -> None:
+    """The entries in memory; `record` journals one, `compact` writes the single file.
+
+    `record` may be called from several threads at once (the driver records
+    segments as they finish); `compact` runs after the last `record`.
+    """
+
+    def __init__(
+        self, out: OutDir, entries: dict[str, dict[str, Any]], journal: set[str] | None = None
+    ) -> None:
         self._out = out
         self.entries = entries
+        # Journal entries the single file does not hold yet: folded and deleted by `compact`.
+        self._journal: set[str] = set(journal or ())
+        self._lock = threading.Lock()
 
     @classmethod
     def load(cls, out: OutDir) -> tuple[Manifest, str | None]:
-        """The manifest and, when it could not be used, the one stderr note saying so."""
+        """The manifest and, when it could not be used, the one stderr note saying so.
+
+        Reads the single file, lists the journal once and overlays the entries
+        newer than the file. An unreadable single file discards the journal too,
+        so "every segment re-extracts" stays true; its entries are deleted at
+        the next compaction.
+        """
+        journal = out.listing(MANIFEST_JOURNAL)
+        names = {f"{MANIFEST_JOURNAL}/{name}" for name in journal}
+        written = out.modified(MANIFEST)
         data = out.read(MANIFEST)
-        if data is None:
-            return cls(out, {}), None
-        try:
-            documents = json.loads(data.decode("utf-8"))["documents"]
-            if not isinstance(documents, dict):
-                raise TypeError("documents is not an object")
-            entries = {
-                str(path): _normalised(entry)
-                for path, entry in documents.items()
-                if isinstance(entry, dict)
-            }
-        except (ValueError, KeyError, TypeError) as error:
-            note = (
-                f"ignoring an unreadable manifest at {out.path(MANIFEST)} ({error}) — every "
-                "segment re-extracts"
-            )
-            return cls(out, {}), note
-        return cls(out, entries), None
+        entries: dict[str, dict[str, Any]] = {}
+        if data is not None:
+            try:
+                entries = _parse_single(data)
+            except (ValueError, KeyError, TypeError) as error:
+                note = (
+                    f"ignoring an unreadable manifest at {out.path(MANIFEST)} ({error}) — every "
+                    "segment re-extracts"
+                )
+                return cls(out, {}, names), note
+        newer = [
+            f"{MANIFEST_JOURNAL}/{name}"
+            for name, when in sorted(journal.items())
+            if data is None or written is None or when is None or when >= written
+        ]
+        for raw in out.read_many(newer).values():
+            parsed = _parse_entry(raw)
+            if parsed is not None:
+                entries[parsed[0]] = parsed[1]
+        return cls(out, entries, names), None
 
     def unchanged(self, source: str, inputs: dict[str, Any], existing: set[str]) -> bool:
         entry = self.entries.get(source)
@@ -77,20 +118,62 @@ class Manifest:
         return entry.get("output") if entry else None
 
     def record(self, source: str, inputs: dict[str, Any]) -> None:
-        """Record a written segment and rewrite the manifest atomically."""
-        self.entries[source] = dict(inputs)
-        self._out.write(MANIFEST, self.render())
+        """Record a written segment: its journal entry is durable when this returns."""
+        entry = {key: inputs[key] for key in MANIFEST_FIELDS if key in inputs}
+        name = journal_name(source)
+        document = {"source": source, "entry": entry}
+        data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self._out.write(name, data)
+        with self._lock:
+            self.entries[source] = dict(inputs)
+            self._journal.add(name)
 
     def compact(self) -> None:
-        """Settle the manifest at run end (every `record` already rewrote it whole)."""
+        """Fold the journal into the single file, then delete the folded entries.
+
+        The file is written first: a kill between the two leaves entries the
+        file already holds, which a later load overlays harmlessly. With no
+        journal entry to fold the file is left as it is (no rewrite on a run
+        that skipped everything).
+        """
+        with self._lock:
+            if not self._journal:
+                return
+            data = self.render()
+            folded = sorted(self._journal)
+        self._out.write(MANIFEST, data)
+        self._out.delete_many(folded)
+        self._out.remove_empty_folder(MANIFEST_JOURNAL)
+        with self._lock:
+            self._journal.difference_update(folded)
 
     def render(self) -> bytes:
+        """The single-file manifest: pretty (2-space indent), sorted, fields in contract order."""
         documents = {
             path: {key: entry[key] for key in MANIFEST_FIELDS if key in entry}
             for path, entry in sorted(self.entries.items())
         }
         text = json.dumps({"documents": documents}, ensure_ascii=False, indent=2)
         return (text + "\n").encode("utf-8")
+
+
+def _parse_single(data: bytes) -> dict[str, dict[str, Any]]:
+    documents = json.loads(data.decode("utf-8"))["documents"]
+    if not isinstance(documents, dict):
+        raise TypeError("documents is not an object")
+    return {str(k): _normalised(v) for k, v in documents.items() if isinstance(v, dict)}
+
+
+def _parse_entry(data: bytes) -> tuple[str, dict[str, Any]] | None:
+    """A journal entry's (source, entry); None for one that cannot be used (re-extracts)."""
+    try:
+        document = json.loads(data.decode("utf-8"))
+        source, entry = document["source"], document["entry"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(source, str) or not isinstance(entry, dict):
+        return None
+    return source, _normalised(entry)
 
 
 def _normalised(entry: dict[str, Any]) -> dict[str, Any]:

@@ -2,8 +2,16 @@
 
 Every object another reader may open is written whole and atomically: on a
 local disk a temp file in the same folder, fsynced, then renamed over the
-target; on an object store one PUT of the whole object. A reader therefore
-sees the old bytes or the new ones, never a torn file.
+target; on an object store one PUT of the whole object (``pipe_file``). A
+reader therefore sees the old bytes or the new ones, never a torn file.
+
+Logs written record by record go through an `Appender`: on a local disk an
+append handle, flushed and fsynced per call; on an object store (which has
+no append) the whole object re-PUT per call, so the one object readers open
+always holds every record appended so far (ADR 0009).
+
+Listings and existence checks bypass fsspec's directory cache: other
+processes (the workers) write into --out behind this process's back.
 """
 
 from __future__ import annotations
@@ -12,15 +20,25 @@ import contextlib
 import os
 import posixpath
 import secrets
-from typing import IO
+from datetime import datetime
+from typing import IO, Any, Protocol
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 MANIFEST = ".extract-manifest.json"
+MANIFEST_JOURNAL = ".extract-manifest.d"
 LOCK = ".extract.lock"
 CHECKPOINTS = ".extract-checkpoints"
 TRACE = ".extract-trace"
+
+
+class Appender(Protocol):
+    """A log that only grows; every `append` is durable before it returns."""
+
+    def append(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
 
 
 class OutDir:
@@ -39,18 +57,49 @@ class OutDir:
         return os.path.join(self.root, *name.split("/"))
 
     def ensure(self) -> None:
-        """Create --out and its record folders (no-op where folders are implicit)."""
-        for name in ("", CHECKPOINTS, TRACE):
-            self.fs.makedirs(self.path(name), exist_ok=True)
+        """Make --out ready for writes; OSError (FileNotFoundError) when it cannot be.
+
+        A local disk gets the folder and its record folders. An object store has
+        no folders — a prefix exists once an object is under it — so nothing is
+        created there (s3fs's ``makedirs`` would even create a missing bucket);
+        only the bucket itself must exist, checked with one request.
+        """
+        if self.local:
+            for name in ("", CHECKPOINTS, TRACE):
+                self.fs.makedirs(self.path(name), exist_ok=True)
+            return
+        bucket = self.root.split("/", 1)[0]
+        if bucket and not self.fs.exists(bucket):
+            raise FileNotFoundError(f"the bucket {bucket!r} does not exist")
 
     def read(self, name: str) -> bytes | None:
+        """The bytes of `name`, or None when there is no such file."""
         try:
-            return self.fs.cat_file(self.path(name))
+            return bytes(self.fs.cat_file(self.path(name)))
         except FileNotFoundError:
             return None
 
+    def read_many(self, names: list[str]) -> dict[str, bytes]:
+        """The files among `names` that exist, fetched concurrently where the backend can."""
+        if not names:
+            return {}
+        by_path = {self.path(name): name for name in names}
+        found = self.fs.cat(list(by_path), on_error="omit")
+        return {by_path[path]: bytes(data) for path, data in found.items() if path in by_path}
+
     def exists(self, name: str) -> bool:
-        return bool(self.fs.exists(self.path(name)))
+        path = self.path(name)
+        self.fs.invalidate_cache(path)
+        return bool(self.fs.exists(path))
+
+    def modified(self, name: str) -> float | None:
+        """When `name` was last written (epoch seconds, the store's clock), if known."""
+        path = self.path(name)
+        self.fs.invalidate_cache(path)
+        try:
+            return _modified(self.fs.info(path))
+        except FileNotFoundError:
+            return None
 
     def write(self, name: str, data: bytes) -> None:
         """Replace `name` atomically with `data`."""
@@ -76,21 +125,104 @@ class OutDir:
         with contextlib.suppress(FileNotFoundError):
             self.fs.rm_file(self.path(name))
 
+    def delete_many(self, names: list[str]) -> None:
+        """Delete every existing file among `names` (batched requests on object stores)."""
+        if not names:
+            return
+        if self.local:
+            for name in names:
+                self.delete(name)
+            return
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.rm([self.path(name) for name in names])
+
+    def remove_empty_folder(self, folder: str) -> None:
+        """Drop a local folder left empty; object stores have no folders to drop."""
+        if self.local:
+            with contextlib.suppress(OSError):
+                os.rmdir(self.local_path(folder))
+
+    def listing(self, folder: str = "") -> dict[str, float | None]:
+        """Names directly inside `folder` → when each was last written, from one listing."""
+        path = self.path(folder)
+        self.fs.invalidate_cache(path)
+        try:
+            entries = self.fs.ls(path, detail=True)
+        except FileNotFoundError:
+            return {}
+        return {
+            posixpath.basename(str(entry["name"]).rstrip("/")): _modified(entry)
+            for entry in entries
+        }
+
     def names(self, folder: str = "") -> set[str]:
         """File names directly inside `folder` (one listing, not one probe per file)."""
-        try:
-            entries = self.fs.ls(self.path(folder), detail=False)
-        except FileNotFoundError:
-            return set()
-        return {posixpath.basename(str(entry).rstrip("/")) for entry in entries}
+        return set(self.listing(folder))
 
-    def open_append(self, name: str) -> IO[bytes]:
-        """An append handle for a log written line by line (local disks)."""
-        target = self.local_path(name)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        return open(target, "ab")
+    def appender(self, name: str, *, fresh: bool) -> Appender:
+        """A log at `name`: emptied when `fresh`, else continued after its current bytes."""
+        if self.local:
+            return _FileAppender(self.local_path(name), fresh=fresh)
+        return _ObjectAppender(self, name, fresh=fresh)
 
-    def open_truncate(self, name: str) -> IO[bytes]:
-        target = self.local_path(name)
+
+class _FileAppender:
+    """A local append handle: each append is written, flushed and fsynced."""
+
+    def __init__(self, target: str, *, fresh: bool) -> None:
         os.makedirs(os.path.dirname(target), exist_ok=True)
-        return open(target, "wb")
+        self._handle: IO[bytes] | None = open(target, "wb" if fresh else "ab")  # noqa: SIM115
+
+    def append(self, data: bytes) -> None:
+        if self._handle is None:
+            raise ValueError("append to a closed log")
+        self._handle.write(data)
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+class _ObjectAppender:
+    """An object-store log: the whole object, held in memory, re-PUT per append.
+
+    A continued log starts from the object's current bytes (one GET). A fresh
+    one replaces the old object with its first append — or with an empty one
+    at close, if nothing was appended — as a local truncation would.
+    """
+
+    def __init__(self, out: OutDir, name: str, *, fresh: bool) -> None:
+        self._out = out
+        self._name = name
+        self._data = bytearray() if fresh else bytearray(out.read(name) or b"")
+        self._unwritten = fresh
+        self._closed = False
+
+    def append(self, data: bytes) -> None:
+        if self._closed:
+            raise ValueError("append to a closed log")
+        self._data += data
+        self._out.write(self._name, bytes(self._data))
+        self._unwritten = False
+
+    def close(self) -> None:
+        if not self._closed and self._unwritten:
+            self._out.write(self._name, b"")
+        self._closed = True
+
+
+def _modified(info: dict[str, Any]) -> float | None:
+    """A listing entry's modification time across backends (local, s3, gcs, memory)."""
+    for key in ("mtime", "LastModified", "last_modified", "updated", "created"):
+        value = info.get(key)
+        if isinstance(value, datetime):
+            return value.timestamp()
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    return None

@@ -1,0 +1,105 @@
+"""What a person watching the run sees: a progress bar, or plain periodic lines.
+
+On a terminal one status line redraws in place on stderr (report lines are
+printed above it); anywhere else — a CI log, `ray job logs` — the same status
+is a plain line every so often. Either way: segments done / failed / skipped of
+the total, completions in flight and the in-flight limit, tokens per second,
+and an ETA from the rate segments have been finishing at.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+LINES_EVERY_SECONDS = 15.0
+BAR_EVERY_SECONDS = 1.0
+CLEAR = "\r\x1b[K"
+
+
+def mode_for(setting: str, stream: TextIO) -> str:
+    """`auto` is a bar on a terminal and plain lines elsewhere."""
+    if setting != "auto":
+        return setting
+    return "bar" if stream.isatty() else "lines"
+
+
+def _human(count: float) -> str:
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.1f}M"
+    if count >= 1_000:
+        return f"{count / 1_000:.1f}k"
+    return f"{count:.0f}"
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+@dataclass
+class Progress:
+    mode: str  # bar | lines | off
+    total: int
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    clock: Callable[[], float] = time.monotonic
+    started: float = field(init=False)
+    _last_tokens: int = 0
+    _last_time: float = field(init=False)
+    _last_line: float = field(init=False)
+    _drawn: bool = False
+    interval: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.started = self._last_time = self._last_line = self.clock()
+        default = BAR_EVERY_SECONDS if self.mode == "bar" else LINES_EVERY_SECONDS
+        self.interval = float(os.environ.get("TAGURU_RAY_PROGRESS_SECONDS", default))
+
+    def status(
+        self, done: int, written: int, failed: int, skipped: int, stats: dict[str, Any]
+    ) -> str:
+        now = self.clock()
+        tokens = int(stats.get("input_tokens", 0)) + int(stats.get("output_tokens", 0))
+        span = max(now - self._last_time, 1e-6)
+        rate = (tokens - self._last_tokens) / span
+        self._last_tokens, self._last_time = tokens, now
+        extracted = written + failed
+        elapsed = now - self.started
+        remaining = self.total - done
+        eta = (
+            f"ETA {_duration(elapsed / extracted * remaining)}"
+            if extracted and remaining
+            else "ETA —"
+        )
+        return (
+            f"extract: {done}/{self.total} segment(s) ({written} written, {failed} failed, "
+            f"{skipped} skipped) · {stats.get('in_flight', 0)} in flight "
+            f"(limit {stats.get('limit', '?')}) · {_human(rate)} tok/s · {eta}"
+        )
+
+    def due(self) -> bool:
+        return self.mode != "off" and self.clock() - self._last_line >= self.interval
+
+    def show(self, line: str) -> None:
+        self._last_line = self.clock()
+        if self.mode == "bar":
+            self.stream.write(CLEAR + line)
+            self._drawn = True
+        elif self.mode == "lines":
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def clear(self) -> None:
+        """Lift the bar before another line prints, so lines never mix with it."""
+        if self._drawn:
+            self.stream.write(CLEAR)
+            self.stream.flush()
+            self._drawn = False

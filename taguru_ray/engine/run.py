@@ -1,0 +1,305 @@
+"""One `extract` run on Ray: the actors, the dispatch loop, stopping, and the summary.
+
+The driver process reads and hashes every segment in name order, skips the
+unchanged ones, and dispatches the rest to segment workers through the
+deterministic window. A worker that dies (a preempted node) is restarted by
+Ray and its segments are resubmitted; their checkpoints make the redo cheap.
+The first SIGINT or SIGTERM stops dispatching and stops the gateway granting
+permits — completions already on the wire finish and are checkpointed — and
+the run exits 130; a second signal exits 130 at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from typing import Any
+
+import httpx
+import ray
+
+from taguru_ray.engine.progress import Progress, mode_for
+from taguru_ray.engine.scan import (
+    Console,
+    Tally,
+    existing_contribution,
+    new_run_id,
+    scan,
+    skip_line,
+)
+from taguru_ray.engine.segment import FAILURE_PREFIX, SegmentJob, SegmentOutcome
+from taguru_ray.engine.window import OrderedReport, SegmentWindow
+from taguru_ray.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from taguru_ray.llm.client import ChatClient
+from taguru_ray.llm.ladder import PINNED, PROMPTED, probe
+from taguru_ray.pipeline.steer import Contribution
+from taguru_ray.settings import Settings
+from taguru_ray.store.checkpoints import Checkpoint
+from taguru_ray.store.manifest import Manifest
+from taguru_ray.store.outdir import OutDir
+
+RESUBMITS = 3  # a segment whose worker dies this often fails, named
+STOPPED_TAIL = " — stopped early, chunk checkpoints saved; rerun to resume"
+WORKER_DEATHS = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError)
+
+
+class ExtractRun:
+    def __init__(
+        self, settings: Settings, console: Console, out: OutDir, sources: list[str]
+    ) -> None:
+        self.settings = settings
+        self.out = out
+        self.sources = sources
+        self.run_id = new_run_id()
+        self.tally = Tally(total=len(sources))
+        self.window = SegmentWindow(settings.segment_window)
+        self.progress = Progress(mode_for(settings.progress, sys.stderr), len(sources))
+        self.console = Console(self._above(console.out), self._above(console.err))
+        self.report = OrderedReport(self.console.out, self.console.err)
+        self.manifest, note = Manifest.load(out)
+        if note:
+            self.console.err(f"{FAILURE_PREFIX}{note}")
+        self.stopping = False
+        self.reached = 0
+        self.started = time.monotonic()
+        self._limit_changes_seen = 0
+
+    def _above(self, emit: Any) -> Any:
+        def emit_above(line: str) -> None:
+            self.progress.clear()
+            emit(line)
+
+        return emit_above
+
+    async def run(self) -> int:
+        # Imported here: the actor classes register with Ray only when a run needs them.
+        from taguru_ray.engine.ledger import Ledger
+        from taguru_ray.engine.worker import DiagnosticsWriter, SegmentWorker
+        from taguru_ray.llm.gateway import Gateway
+
+        settings = self.settings
+        limit = settings.max_inflight if isinstance(settings.max_inflight, int) else None
+        self.gateway = Gateway.remote(
+            list(settings.endpoints), limit, settings.rpm, settings.tpm, await self._resolve_rung()
+        )
+        self.ledger = Ledger.remote()
+        diagnostics = (
+            DiagnosticsWriter.remote(
+                settings.diagnostics_out, self.run_id, dict(settings.storage_env)
+            )
+            if settings.diagnostics_out
+            else None
+        )
+        self.workers = [
+            SegmentWorker.remote(i, settings, self.run_id, self.gateway, self.ledger, diagnostics)
+            for i in range(settings.workers)
+        ]
+        self._trap_signals()
+        watcher = asyncio.create_task(self._watch())
+        try:
+            await self._dispatch()
+        finally:
+            watcher.cancel()
+            self.progress.clear()
+        await asyncio.to_thread(self.manifest.compact)
+        if diagnostics is not None:
+            await diagnostics.close.remote()
+        return await self._summary()
+
+    async def _dispatch(self) -> None:
+        settings = self.settings
+        existing = self.out.names()
+        seen: set[str] = set()
+        tasks: list[asyncio.Task[None]] = []
+        for index, source in enumerate(self.sources):
+            if self.stopping:
+                break
+            scanned = await asyncio.to_thread(
+                scan, settings, index, source, len(self.sources) > 1, seen
+            )
+            self.reached = index + 1
+            if scanned.refusal or scanned.inputs is None or scanned.data is None:
+                await self._failed_before_start(index, source, scanned.refusal or "unreadable")
+                continue
+            if not settings.force and self.manifest.unchanged(source, scanned.inputs, existing):
+                self.tally.unchanged += 1
+                self.report.add(index, [("out", skip_line(source))])
+                await self.window.finish(
+                    index, existing_contribution(self.out, scanned.inputs["output"])
+                )
+                continue
+            await self.window.wait_eligible(index)
+            if self.stopping:
+                self.reached = index
+                break
+            vocabulary = self.window.vocabulary_for(index)
+            folded = self.window.drain_folded()
+            if folded:  # the ledger must hold them before the segment can look them up
+                await self.ledger.absorb.remote(folded)
+            job = SegmentJob(
+                index,
+                source,
+                scanned.data,
+                scanned.written_id,
+                vocabulary,
+                self.window.claims_upto(index),
+            )
+            tasks.append(asyncio.create_task(self._extract(job)))
+        await asyncio.gather(*tasks)
+
+    async def _resolve_rung(self) -> str | None:
+        """The run's starting rung: none off the ladder, the pinned one, or `auto`'s probe."""
+        settings = self.settings
+        if settings.structured_output == "auto":
+            async with httpx.AsyncClient() as http:
+                client = ChatClient(
+                    http,
+                    list(settings.endpoints),
+                    settings.model,
+                    api_key=settings.api_key,
+                    timeout_secs=settings.timeout_secs,
+                )
+                rung, why = await probe(client.complete)
+            self.console.err(f"{FAILURE_PREFIX}structured output: auto resolved to {rung} ({why})")
+            return rung
+        if settings.structured_output in PINNED:
+            return PINNED[settings.structured_output]
+        return PROMPTED if settings.max_output_tokens else None
+
+    async def _failed_before_start(self, index: int, source: str, why: str) -> None:
+        self.tally.failed += 1
+        self.report.add(index, [("err", f"{FAILURE_PREFIX}{source}: {why}")])
+        await self.window.finish(index, Contribution())
+
+    async def _extract(self, job: SegmentJob) -> None:
+        outcome = await self._run_on_a_worker(job)
+        lines = [("err", note) for note in outcome.notes]
+        if outcome.status == "written" and outcome.inputs is not None:
+            await asyncio.to_thread(self._record, job.source, outcome.inputs)
+            self.tally.written += 1
+            lines.append(("out", outcome.report or ""))
+        elif outcome.status == "interrupted":
+            self.tally.interrupted += 1
+        else:
+            self.tally.failed += 1
+        self.report.add(job.index, lines)
+        await self.window.finish(job.index, outcome.contribution)
+
+    async def _run_on_a_worker(self, job: SegmentJob) -> SegmentOutcome:
+        """Run a segment; a worker that dies under it gets the segment resubmitted."""
+        deaths: list[str] = []
+        for attempt in range(RESUBMITS + 1):
+            worker = self.workers[(job.index + attempt) % len(self.workers)]
+            try:
+                outcome: SegmentOutcome = await worker.run.remote(job)
+            except WORKER_DEATHS as error:
+                deaths.append(type(error).__name__)
+                self.console.err(
+                    f"{FAILURE_PREFIX}{job.source}: the worker running it died "
+                    f"({type(error).__name__}); resubmitting — its checkpoint keeps every "
+                    "finished chunk"
+                )
+                await asyncio.sleep(1.0)  # let Ray restart the actor
+                continue
+            except ray.exceptions.RayError as error:
+                return SegmentOutcome(
+                    job.index,
+                    job.source,
+                    "failed",
+                    notes=[
+                        f"{FAILURE_PREFIX}{job.source}: the worker running it failed ({error}) — "
+                        "rerun to resume from its checkpoint"
+                    ],
+                )
+            if deaths:
+                outcome.notes.insert(
+                    0, f"{FAILURE_PREFIX}{job.source}: finished after {len(deaths)} worker death(s)"
+                )
+            return outcome
+        return SegmentOutcome(
+            job.index,
+            job.source,
+            "failed",
+            notes=[
+                f"{FAILURE_PREFIX}{job.source}: its worker died {len(deaths)} times "
+                f"({', '.join(deaths)}) — rerun to resume from its checkpoint"
+            ],
+        )
+
+    def _record(self, source: str, inputs: dict[str, Any]) -> None:
+        """Manifest first, then drop the checkpoint: a kill in between costs nothing."""
+        previous = self.manifest.previous_output(source)
+        self.manifest.record(source, inputs)
+        if previous and previous != inputs["output"]:
+            self.out.delete(previous)
+        Checkpoint(self.out, source, {}).delete()
+
+    def _trap_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for number in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(number, self._on_signal)
+
+    def _on_signal(self) -> None:
+        if self.stopping:
+            self.progress.clear()
+            print(f"{FAILURE_PREFIX}stopping at once (second signal)", file=sys.stderr, flush=True)
+            os._exit(EXIT_INTERRUPTED)
+        self.stopping = True
+        self.console.err(
+            f"{FAILURE_PREFIX}stopping: completions in flight finish and are checkpointed, "
+            "nothing new starts (a second Ctrl+C stops at once)"
+        )
+        self.gateway.stop.remote()
+
+    async def _watch(self) -> None:
+        """The progress display, and a line each time the adaptive limit moves."""
+        while True:
+            await asyncio.sleep(0.5)
+            if not self.progress.due() and self.settings.max_inflight != "auto":
+                continue
+            try:
+                stats = await self.gateway.stats.remote()
+            except ray.exceptions.RayError:
+                continue
+            changes = stats.get("limit_changes", [])
+            for change in changes[self._limit_changes_seen :]:
+                self.console.err(
+                    f"{FAILURE_PREFIX}in-flight limit {change['from']} → {change['to']} "
+                    f"(median latency {change['latency_ms']} ms, baseline "
+                    f"{change['baseline_ms']} ms)"
+                )
+            self._limit_changes_seen = len(changes)
+            if self.progress.due():
+                t = self.tally
+                done = t.written + t.failed + t.unchanged + t.interrupted
+                self.progress.show(
+                    self.progress.status(done, t.written, t.failed, t.unchanged, stats)
+                )
+
+    async def _summary(self) -> int:
+        tally = self.tally
+        tail = STOPPED_TAIL if self.stopping else ""
+        self.console.err(
+            f"extract: {tally.written} written, {tally.unchanged} unchanged, {tally.failed} failed "
+            f"of {tally.total} segment(s){tail}"
+        )
+        try:
+            stats = await self.gateway.stats.remote()
+        except ray.exceptions.RayError:
+            stats = {}
+        elapsed = time.monotonic() - self.started
+        requests = sum(stats.get("outcomes", {}).values())
+        self.console.err(
+            f"extract: {stats.get('attempts', 0)} completion(s), {requests} request(s), "
+            f"{stats.get('input_tokens', 0)} input + {stats.get('output_tokens', 0)} output "
+            f"tokens in {elapsed:.1f} s"
+        )
+        if self.stopping:
+            self.console.err(
+                f"{FAILURE_PREFIX}stopped after reaching {self.reached} of {tally.total} segment(s)"
+            )
+            return EXIT_INTERRUPTED
+        return EXIT_FAILED if tally.failed else EXIT_OK

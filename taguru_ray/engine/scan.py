@@ -1,0 +1,103 @@
+"""What the driver knows about each segment before any worker sees it, and where lines go.
+
+The driver reads and hashes every segment (the manifest compares the hash),
+decides the written id, and turns a refusal into a line; a skipped segment
+offers later segments its existing file's labels, read only when needed.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from taguru_ray.contract.names import output_name, written_id
+from taguru_ray.contract.source_file import SourceFileError, parse_source_file
+from taguru_ray.pipeline.read import SegmentRefused, segment_sha256
+from taguru_ray.pipeline.steer import Contribution
+from taguru_ray.settings import Settings, compute_inputs
+from taguru_ray.store.inputs import read_source
+from taguru_ray.store.outdir import OutDir
+
+
+@dataclass
+class Console:
+    """Where report lines go; tests capture them."""
+
+    out: Callable[[str], None] = field(default=lambda line: print(line, flush=True))
+    err: Callable[[str], None] = field(
+        default=lambda line: print(line, file=sys.stderr, flush=True)
+    )
+
+
+@dataclass
+class Tally:
+    written: int = 0
+    unchanged: int = 0
+    failed: int = 0
+    planned: int = 0
+    interrupted: int = 0
+    total: int = 0
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """A segment after the driver read and hashed it."""
+
+    index: int
+    source: str
+    written_id: str
+    data: bytes | None = None
+    inputs: dict[str, Any] | None = None
+    refusal: str | None = None
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(8)
+
+
+def scan(settings: Settings, index: int, source: str, several: bool, seen_ids: set[str]) -> Scanned:
+    ident = written_id(source, settings.source_id, several)
+    if ident in seen_ids:
+        return Scanned(
+            index,
+            source,
+            ident,
+            refusal=(
+                f"writes the same source id {ident!r} as an earlier segment of this run — "
+                "give the segments distinct file stems or run them separately"
+            ),
+        )
+    seen_ids.add(ident)
+    try:
+        data = read_source(source)
+        digest = segment_sha256(data)
+    except OSError as error:
+        return Scanned(index, source, ident, refusal=f"cannot read it ({error})")
+    except SegmentRefused as refusal:
+        return Scanned(index, source, ident, refusal=str(refusal))
+    inputs = compute_inputs(settings, digest, ident, output_name(source))
+    return Scanned(index, source, ident, data, inputs)
+
+
+def skip_line(source: str) -> str:
+    return f"{source}: unchanged, skipped (--force re-extracts)"
+
+
+def existing_contribution(out: OutDir, name: str) -> Callable[[], Contribution]:
+    """A skipped segment offers its existing file's labels; read only if a later
+    segment actually needs the fold."""
+
+    def read() -> Contribution:
+        data = out.read(name)
+        if data is None:
+            return Contribution()
+        try:
+            parsed = parse_source_file(data, name=name)
+        except SourceFileError:
+            return Contribution()
+        return Contribution.of(parsed.associations, parsed.aliases)
+
+    return read

@@ -1,0 +1,200 @@
+"""`taguru-ray extract` with its inputs and --out on S3 (moto's server on loopback).
+
+The real CLI in a subprocess, joined to the session's Ray runtime; the driver
+and its workers reach the bucket through the storage variables of the
+environment (the driver captures them and hands them to every worker).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import fsspec
+import pytest
+
+from taguru_ray.contract.names import attempts_name, checkpoint_name, output_name
+from taguru_ray.contract.source_file import parse_source_file
+from taguru_ray.simulate.harness import SimulatorProcess
+from taguru_ray.store.lease import LeaseLock
+from taguru_ray.store.outdir import LOCK, MANIFEST, MANIFEST_JOURNAL, OutDir
+from tests import s3 as server
+from tests.s3 import S3
+from tests.support import CONTEXT, REPO, Cli
+
+pytestmark = pytest.mark.slow
+
+s3, s3_env = server.s3, server.s3_env  # the fixtures, registered here by name
+
+EXAMPLES = REPO / "examples" / "corpus"
+PARAGRAPHS = 16
+
+
+def upload(store: S3, folder: str, files: dict[str, bytes]) -> str:
+    """Put `files` under a fresh prefix; the folder's URL."""
+    url = store.prefix(folder)
+    fs = fsspec.filesystem("s3")
+    for name, data in files.items():
+        fs.pipe_file(f"{url}/{name}", data)
+    return url
+
+
+def read(url: str) -> bytes | None:
+    fs = fsspec.filesystem("s3")
+    fs.invalidate_cache()
+    try:
+        return bytes(fs.cat_file(url))
+    except FileNotFoundError:
+        return None
+
+
+def lines(url: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (read(url) or b"").decode().splitlines()]
+
+
+def args(out: str, *extra: str) -> list[str]:
+    return ["--context", CONTEXT, "--out", out, *extra]
+
+
+def test_a_run_on_s3_writes_every_file_and_a_rerun_skips_everything(cli: Cli, s3_env: S3) -> None:
+    docs = upload(s3_env, "docs", {p.name: p.read_bytes() for p in EXAMPLES.iterdir()})
+    out = s3_env.prefix("out")
+    env = cli.env(**s3_env.env)
+    result = cli.extract(*args(out, "--chunk-bytes", "1024"), docs, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "extract: 3 written, 0 unchanged, 0 failed of 3 segment(s)" in result.stderr
+    sources = sorted(f"{docs}/{p.name}" for p in EXAMPLES.iterdir())
+    manifest = json.loads(read(f"{out}/{MANIFEST}") or b"")["documents"]
+    assert sorted(manifest) == sources
+    for source in sources:
+        name = output_name(source)
+        parsed = parse_source_file(read(f"{out}/{name}") or b"")
+        assert parsed.header.id == source and parsed.associations
+        assert lines(f"{out}/.extract-trace/{name}")[0]["source"] == source
+        attempts = lines(f"{out}/.extract-trace/{attempts_name(source)}")
+        assert [r["type"] for r in attempts[:3]] == ["segment", "settings", "system"]
+    left = OutDir(out)
+    assert left.names(MANIFEST_JOURNAL) == set()  # compacted
+    assert left.names(".extract-checkpoints") == set()  # deleted on success
+    assert LOCK not in left.names()  # the lease was released
+
+    cli.simulator.reset()
+    rerun = cli.extract(*args(out, "--chunk-bytes", "1024"), docs, env=env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert cli.simulator.stats()["requests"] == 0
+    assert rerun.stdout.count("unchanged, skipped (--force re-extracts)") == 3
+
+
+def test_a_second_run_is_refused_while_a_live_lease_is_held(cli: Cli, s3_env: S3) -> None:
+    docs = upload(s3_env, "docs", {"a.md": b"Ray schedules tasks on a cluster of nodes.\n"})
+    out = s3_env.prefix("out")
+    with LeaseLock(OutDir(out), print, seconds=60):
+        refused = cli.extract(*args(out), docs, env=cli.env(**s3_env.env))
+    assert refused.returncode == 1
+    assert f"is held by another taguru-ray process (pid {os.getpid()} on " in refused.stderr
+    assert cli.simulator.stats()["requests"] == 0
+    assert cli.extract(*args(out), docs, env=cli.env(**s3_env.env)).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def slow_simulator() -> Iterator[SimulatorProcess]:
+    # Slow enough that a kill lands between completions of one segment.
+    with SimulatorProcess("--latency-ms", "400", "--slots", "4") as process:
+        yield process
+
+
+def long_segment() -> bytes:
+    return "\n\n".join(
+        f"Section {i} explains how Worker{i} talks to Service{i} through Gateway{i}. " + "z " * 160
+        for i in range(PARAGRAPHS)
+    ).encode()
+
+
+def units_in(url: str) -> dict[str, Any]:
+    try:
+        return json.loads(read(url) or b"{}").get("units", {})
+    except ValueError:
+        return {}
+
+
+def quiesce(simulator: SimulatorProcess) -> None:
+    """Wait until nothing is in flight and no request arrived for a while."""
+    last, still = -1, 0
+    while still < 4:
+        time.sleep(0.5)
+        stats = simulator.stats()
+        if stats["requests"] == last and stats["in_flight"] == 0:
+            still += 1
+        else:
+            last, still = stats["requests"], 0
+
+
+def test_a_sigkilled_run_on_s3_resumes_from_its_checkpoint_journal_and_log(
+    ray_address: str, slow_simulator: SimulatorProcess, s3_env: S3
+) -> None:
+    cli = Cli(ray_address, slow_simulator)
+    short = b"Ray Serve routes requests to replicas.\n"
+    docs = upload(s3_env, "docs", {"a-short.md": short, "long.md": long_segment()})
+    source = f"{docs}/long.md"
+    # A short lease: the killed driver's lease expires while the simulator quiesces.
+    env = cli.env(**s3_env.env, TAGURU_RAY_LEASE_SECONDS="2")
+    run_args = ["--chunk-bytes", "512", "--segment-window", "1", docs]
+
+    clean = s3_env.prefix("clean")
+    slow_simulator.reset()
+    assert cli.extract(*args(clean, *run_args), env=env).returncode == 0
+    total = slow_simulator.stats()["requests"]  # the short segment's one chunk + the long's
+
+    out = s3_env.prefix("out")
+    slow_simulator.reset()
+    driver = subprocess.Popen(
+        cli.command(*args(out, *run_args)),
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    checkpoint = f"{out}/.extract-checkpoints/{checkpoint_name(source)}"
+    deadline = time.monotonic() + 120
+    while len(units_in(checkpoint)) < 3:
+        assert driver.poll() is None, driver.communicate()
+        assert time.monotonic() < deadline, "no checkpoint units appeared"
+        time.sleep(0.05)
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait()
+    quiesce(slow_simulator)  # the dead driver's workers are gone with its job
+    units = units_in(checkpoint)
+    assert 3 <= len(units) < total - 1
+    assert read(f"{out}/{output_name(source)}") is None
+    left = OutDir(out)
+    assert MANIFEST not in left.names()  # killed before its compaction...
+    assert len(left.names(MANIFEST_JOURNAL)) == 1  # ...with the short segment journaled
+    # Every checkpointed completion is in the attempts log the kill left behind.
+    logged = {
+        (r["run_id"], r["attempt_seq"])
+        for r in lines(f"{out}/.extract-trace/{attempts_name(source)}")
+        if r["type"] == "attempt"
+    }
+    assert {(u["attempt"]["run_id"], u["attempt"]["attempt_seq"]) for u in units.values()} <= logged
+
+    slow_simulator.reset()
+    rerun = cli.extract(*args(out, *run_args), env=env)
+    assert rerun.returncode == 0, rerun.stderr
+    assert "expired at" in rerun.stderr and "taking it over" in rerun.stderr
+    assert f"{docs}/a-short.md: unchanged, skipped" in rerun.stdout
+    assert slow_simulator.stats()["requests"] == total - 1 - len(units)
+    for name in (output_name(source), output_name(f"{docs}/a-short.md")):
+        assert read(f"{out}/{name}") == read(f"{clean}/{name}")
+    attempts = lines(f"{out}/.extract-trace/{attempts_name(source)}")
+    resumed = [r["resumed"] for r in attempts if r["type"] == "segment"]
+    assert resumed == [False, True]  # appended to, not truncated
+    assert sorted(json.loads(read(f"{out}/{MANIFEST}") or b"")["documents"]) == [
+        f"{docs}/a-short.md",
+        source,
+    ]
+    assert left.names(MANIFEST_JOURNAL) == set()

@@ -1,0 +1,177 @@
+"""Scale-out end to end: stopping, preemption, endpoints, pauses, adaptive concurrency."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from taguru_ray.contract.names import output_name
+from taguru_ray.simulate.harness import SimulatorProcess
+from tests.support import CONTEXT, REPO, Cli
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def slow() -> Iterator[SimulatorProcess]:
+    with SimulatorProcess("--latency-ms", "300", "--slots", "8") as process:
+        yield process
+
+
+def corpus(folder: Path, segments: int, paragraphs: int = 6) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for s in range(segments):
+        (folder / f"{s:03d}.md").write_text("\n\n".join(
+            f"Segment{s} part {p}: the Gateway{s}x{p} forwards calls to the Backend{s}x{p} "
+            "service, which answers from its Cache tier. " + "filler words follow here " * 8
+            for p in range(paragraphs)))
+    return folder
+
+
+def args(out: Path, docs: Path, *extra: str) -> list[str]:
+    return ["--context", CONTEXT, "--out", str(out), "--chunk-bytes", "512", *extra, str(docs)]
+
+
+def units(out: Path) -> int:
+    total = 0
+    for path in (out / ".extract-checkpoints").glob("*.json"):
+        total += len(json.loads(path.read_text())["units"])
+    return total
+
+
+def pieces_written(out: Path) -> int:
+    total = 0
+    for path in (out / ".extract-trace").glob("*.jsonl"):
+        if path.name.endswith(".attempts.jsonl"):
+            continue
+        total += sum(1 for line in path.read_text().splitlines()
+                     if json.loads(line)["type"] == "piece")
+    return total
+
+
+def quiet(simulator: SimulatorProcess) -> dict[str, Any]:
+    last, still = -1, 0
+    while still < 4:
+        time.sleep(0.4)
+        stats = simulator.stats()
+        if stats["requests"] == last and stats["in_flight"] == 0:
+            still += 1
+        else:
+            last, still = stats["requests"], 0
+    return simulator.stats()
+
+
+def start(cli: Cli, *arguments: str, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(cli.command(*arguments), env=cli.env(**env), cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_sigint_lets_completions_in_flight_finish_and_exits_130(
+    ray_address: str, slow: SimulatorProcess, tmp_path: Path
+) -> None:
+    cli = Cli(ray_address, slow)
+    docs, out = corpus(tmp_path / "docs", 4), tmp_path / "out"
+    slow.reset()
+    driver = start(cli, *args(out, docs, "--parallel", "2", "--segment-window", "4"))
+    deadline = time.monotonic() + 60
+    while units(out) < 2:
+        assert driver.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    driver.send_signal(signal.SIGINT)
+    _, stderr = driver.communicate(timeout=60)
+    assert driver.returncode == 130, stderr
+    assert "stopping: completions in flight finish and are checkpointed" in stderr
+    assert "— stopped early, chunk checkpoints saved; rerun to resume" in stderr
+    assert "stopped after reaching " in stderr
+    stats = quiet(slow)
+    # Every completion the simulator answered is a checkpointed unit or a written piece.
+    assert stats["by_outcome"].get("ok", 0) == units(out) + pieces_written(out)
+
+    slow.reset()
+    rerun = cli.extract(*args(out, docs))
+    assert rerun.returncode == 0, rerun.stderr
+    assert "extract: " in rerun.stderr and "failed" in rerun.stderr
+
+
+def test_a_worker_process_killed_mid_run_does_not_fail_the_run(
+    ray_address: str, slow: SimulatorProcess, tmp_path: Path
+) -> None:
+    cli = Cli(ray_address, slow)
+    docs = corpus(tmp_path / "docs", 3)
+    clean = tmp_path / "clean"
+    assert cli.extract(*args(clean, docs)).returncode == 0
+
+    out = tmp_path / "out"
+    driver = start(cli, *args(out, docs, "--workers", "2"))
+    deadline = time.monotonic() + 60
+    while units(out) < 1:
+        assert driver.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    workers = [p for p in psutil.process_iter(["cmdline"])
+               if "SegmentWorker" in " ".join(p.info["cmdline"] or [])]
+    assert workers, "no SegmentWorker process found"
+    os.kill(workers[0].pid, signal.SIGKILL)
+    _, stderr = driver.communicate(timeout=180)
+    assert driver.returncode == 0, stderr
+    for path in clean.glob("*.jsonl"):
+        assert (out / path.name).read_bytes() == path.read_bytes()
+
+
+def test_a_429_retry_after_pauses_every_caller(cli: Cli, tmp_path: Path) -> None:
+    docs = corpus(tmp_path / "docs", 8, paragraphs=4)
+    cli.simulator.set_script([{"fault": "429", "times": 1, "retry_after": 2}])
+    result = cli.extract(*args(tmp_path / "out", docs, "--parallel", "2"))
+    assert result.returncode == 0, result.stderr
+    arrivals = cli.simulator.stats()["arrivals"]
+    [paused_at] = [t for t, outcome in arrivals if outcome == "429"]
+    inside = [t for t, _ in arrivals if paused_at + 0.3 < t < paused_at + 1.9]
+    assert inside == []  # nobody, from any worker, asked while the endpoint rested
+    assert any(t >= paused_at + 1.9 for t, _ in arrivals)
+
+
+def test_several_endpoints_share_the_load_and_a_failing_one_is_rested(
+    ray_address: str, tmp_path: Path
+) -> None:
+    with SimulatorProcess("--latency-ms", "50") as good, SimulatorProcess() as bad:
+        cli = Cli(ray_address, good)
+        docs = corpus(tmp_path / "docs", 6, paragraphs=3)
+        both = cli.extract(*args(tmp_path / "both", docs, "--endpoint", good.chat_url,
+                                 "--endpoint", bad.chat_url))
+        assert both.returncode == 0, both.stderr
+        assert good.stats()["requests"] > 0 and bad.stats()["requests"] > 0
+
+        bad.set_script([{"fault": "500"}])
+        bad.reset()
+        good.reset()
+        failing = cli.extract(*args(tmp_path / "failing", docs, "--endpoint", good.chat_url,
+                                    "--endpoint", bad.chat_url))
+        assert failing.returncode == 0, failing.stderr
+        assert bad.stats()["requests"] <= 6  # rested after three failures in a row
+        assert good.stats()["by_outcome"]["ok"] > 0
+
+
+def test_adaptive_concurrency_reports_its_limit_and_progress_lines_show(
+    ray_address: str, tmp_path: Path
+) -> None:
+    with SimulatorProcess("--latency-ms", "150", "--slots", "3") as knee:
+        cli = Cli(ray_address, knee)
+        docs = corpus(tmp_path / "docs", 24, paragraphs=2)
+        result = cli.extract(*args(tmp_path / "out", docs, "--max-inflight", "auto",
+                                   "--segment-window", "24"),
+                             env=cli.env(TAGURU_RAY_PROGRESS_SECONDS="0.5"))
+        assert result.returncode == 0, result.stderr
+        assert "taguru: extract: in-flight limit 8 → " in result.stderr
+        assert " segment(s) (" in result.stderr and " in flight (limit " in result.stderr
+        assert "extract: " in result.stderr and " input + " in result.stderr
+        assert len(list((tmp_path / "out").glob("*.jsonl"))) == 24
+        assert output_name(str(docs / "000.md")) in {p.name for p in
+                                                     (tmp_path / "out").glob("*.jsonl")}
