@@ -30,10 +30,13 @@ def slow() -> Iterator[SimulatorProcess]:
 def corpus(folder: Path, segments: int, paragraphs: int = 6) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for s in range(segments):
-        (folder / f"{s:03d}.md").write_text("\n\n".join(
-            f"Segment{s} part {p}: the Gateway{s}x{p} forwards calls to the Backend{s}x{p} "
-            "service, which answers from its Cache tier. " + "filler words follow here " * 8
-            for p in range(paragraphs)))
+        (folder / f"{s:03d}.md").write_text(
+            "\n\n".join(
+                f"Segment{s} part {p}: the Gateway{s}x{p} forwards calls to the Backend{s}x{p} "
+                "service, which answers from its Cache tier. " + "filler words follow here " * 8
+                for p in range(paragraphs)
+            )
+        )
     return folder
 
 
@@ -53,8 +56,9 @@ def pieces_written(out: Path) -> int:
     for path in (out / ".extract-trace").glob("*.jsonl"):
         if path.name.endswith(".attempts.jsonl"):
             continue
-        total += sum(1 for line in path.read_text().splitlines()
-                     if json.loads(line)["type"] == "piece")
+        total += sum(
+            1 for line in path.read_text().splitlines() if json.loads(line)["type"] == "piece"
+        )
     return total
 
 
@@ -71,8 +75,14 @@ def quiet(simulator: SimulatorProcess) -> dict[str, Any]:
 
 
 def start(cli: Cli, *arguments: str, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(cli.command(*arguments), env=cli.env(**env), cwd=REPO, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        cli.command(*arguments),
+        env=cli.env(**env),
+        cwd=REPO,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def test_sigint_lets_completions_in_flight_finish_and_exits_130(
@@ -116,8 +126,11 @@ def test_a_worker_process_killed_mid_run_does_not_fail_the_run(
     while units(out) < 1:
         assert driver.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
-    workers = [p for p in psutil.process_iter(["cmdline"])
-               if "SegmentWorker" in " ".join(p.info["cmdline"] or [])]
+    workers = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if "SegmentWorker" in " ".join(p.info["cmdline"] or [])
+    ]
     assert workers, "no SegmentWorker process found"
     os.kill(workers[0].pid, signal.SIGKILL)
     _, stderr = driver.communicate(timeout=180)
@@ -144,16 +157,20 @@ def test_several_endpoints_share_the_load_and_a_failing_one_is_rested(
     with SimulatorProcess("--latency-ms", "50") as good, SimulatorProcess() as bad:
         cli = Cli(ray_address, good)
         docs = corpus(tmp_path / "docs", 6, paragraphs=3)
-        both = cli.extract(*args(tmp_path / "both", docs, "--endpoint", good.chat_url,
-                                 "--endpoint", bad.chat_url))
+        both = cli.extract(
+            *args(tmp_path / "both", docs, "--endpoint", good.chat_url, "--endpoint", bad.chat_url)
+        )
         assert both.returncode == 0, both.stderr
         assert good.stats()["requests"] > 0 and bad.stats()["requests"] > 0
 
         bad.set_script([{"fault": "500"}])
         bad.reset()
         good.reset()
-        failing = cli.extract(*args(tmp_path / "failing", docs, "--endpoint", good.chat_url,
-                                    "--endpoint", bad.chat_url))
+        failing = cli.extract(
+            *args(
+                tmp_path / "failing", docs, "--endpoint", good.chat_url, "--endpoint", bad.chat_url
+            )
+        )
         assert failing.returncode == 0, failing.stderr
         assert bad.stats()["requests"] <= 6  # rested after three failures in a row
         assert good.stats()["by_outcome"]["ok"] > 0
@@ -165,13 +182,41 @@ def test_adaptive_concurrency_reports_its_limit_and_progress_lines_show(
     with SimulatorProcess("--latency-ms", "150", "--slots", "3") as knee:
         cli = Cli(ray_address, knee)
         docs = corpus(tmp_path / "docs", 24, paragraphs=2)
-        result = cli.extract(*args(tmp_path / "out", docs, "--max-inflight", "auto",
-                                   "--segment-window", "24"),
-                             env=cli.env(TAGURU_RAY_PROGRESS_SECONDS="0.5"))
+        result = cli.extract(
+            *args(tmp_path / "out", docs, "--max-inflight", "auto", "--segment-window", "24"),
+            env=cli.env(TAGURU_RAY_PROGRESS_SECONDS="0.5"),
+        )
         assert result.returncode == 0, result.stderr
         assert "taguru: extract: in-flight limit 8 → " in result.stderr
         assert " segment(s) (" in result.stderr and " in flight (limit " in result.stderr
         assert "extract: " in result.stderr and " input + " in result.stderr
         assert len(list((tmp_path / "out").glob("*.jsonl"))) == 24
-        assert output_name(str(docs / "000.md")) in {p.name for p in
-                                                     (tmp_path / "out").glob("*.jsonl")}
+        assert output_name(str(docs / "000.md")) in {
+            p.name for p in (tmp_path / "out").glob("*.jsonl")
+        }
+
+
+def test_metrics_reach_prometheus_through_rays_exporter(cli: Cli, tmp_path: Path) -> None:
+    import httpx
+    import ray
+
+    docs = corpus(tmp_path / "docs", 2, paragraphs=2)
+    assert cli.extract(*args(tmp_path / "out", docs)).returncode == 0
+    port = ray._private.worker.global_worker.node.metrics_export_port
+    wanted = {
+        "ray_taguru_ray_requests_total",
+        "ray_taguru_ray_attempts_total",
+        "ray_taguru_ray_tokens_total",
+        "ray_taguru_ray_in_flight",
+    }
+    found: set[str] = set()
+    deadline = time.monotonic() + 30  # the exporter publishes every few seconds
+    while not wanted <= found and time.monotonic() < deadline:
+        time.sleep(1)
+        text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        found = {
+            line.split("{")[0].split(" ")[0]
+            for line in text.splitlines()
+            if line.startswith("ray_taguru_ray_")
+        }
+    assert wanted <= found
