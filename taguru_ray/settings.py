@@ -192,6 +192,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("tpm", "--tpm", "TAGURU_RAY_TPM", _int_at_least(1), 0),
     Knob("progress", "--progress", "TAGURU_RAY_PROGRESS", _progress, "auto"),
     Knob("workers", "--workers", "TAGURU_RAY_WORKERS", _int_at_least(1), 2),
+    Knob("worker_resource", "--worker-resource", "TAGURU_RAY_WORKER_RESOURCE", _text, None),
     Knob("address", "--address", "RAY_ADDRESS", _text, None),
 )
 # fmt: on
@@ -248,6 +249,7 @@ class Settings:
     progress: str = "auto"  # auto: a bar on a terminal, periodic lines otherwise
     endpoints: tuple[str, ...] = ()
     workers: int = 2
+    worker_resource: str | None = None  # a custom resource only worker nodes declare
     address: str | None = None
     # What fsspec/s3fs read from the environment (credentials, endpoint, region),
     # carried to the workers, which may run on other nodes. Never printed.

@@ -542,3 +542,12 @@ def test_ray_job_stop_lets_in_flight_completions_land_and_a_resubmit_asks_only_t
     trace = (out / ".extract-trace" / output_name(source)).read_text().splitlines()
     chunks = json.loads(trace[0])["chunk_total"]
     assert simulator.stats()["requests"] == chunks - (before + 1)  # nothing paid for twice
+
+
+def test_spot_workers_declare_the_resource_that_keeps_segment_workers_on_them() -> None:
+    launcher = yaml.safe_load((REPO / "cluster" / "aws-spot.yaml").read_text())
+    spot = [t for name, t in launcher["available_node_types"].items() if "spot" in name]
+    assert spot and all(t["resources"].get("taguru_worker") for t in spot)
+    kuberay = yaml.safe_load((REPO / "cluster" / "kuberay-raycluster.yaml").read_text())
+    [group] = kuberay["spec"]["workerGroupSpecs"]
+    assert "taguru_worker" in group["rayStartParams"]["resources"]

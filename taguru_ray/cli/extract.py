@@ -143,6 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
     ray.add_argument(
         "--workers", action=_Once, metavar="N", help="segment worker actors (default 2)"
     )
+    ray.add_argument(
+        "--worker-resource",
+        dest="worker_resource",
+        action=_Once,
+        metavar="NAME",
+        help="place segment workers only on nodes declaring this custom resource",
+    )
     return parser
 
 

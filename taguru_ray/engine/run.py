@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from taguru_ray.engine.progress import Progress, mode_for
 from taguru_ray.engine.scan import (
@@ -82,19 +83,28 @@ class ExtractRun:
 
         settings = self.settings
         limit = settings.max_inflight if isinstance(settings.max_inflight, int) else None
-        self.gateway = Gateway.remote(
+        # The run's state (permits, rung, claims, the sidecar) lives beside the driver —
+        # on a cluster, the head node — never on a spot worker that may vanish.
+        here = {
+            "scheduling_strategy": NodeAffinitySchedulingStrategy(
+                ray.get_runtime_context().get_node_id(), soft=False
+            )
+        }
+        self.gateway = Gateway.options(**here).remote(
             list(settings.endpoints), limit, settings.rpm, settings.tpm, await self._resolve_rung()
         )
-        self.ledger = Ledger.remote()
+        self.ledger = Ledger.options(**here).remote()
         diagnostics = (
-            DiagnosticsWriter.remote(
+            DiagnosticsWriter.options(**here).remote(
                 settings.diagnostics_out, self.run_id, dict(settings.storage_env)
             )
             if settings.diagnostics_out
             else None
         )
         self.workers = [
-            SegmentWorker.remote(i, settings, self.run_id, self.gateway, self.ledger, diagnostics)
+            SegmentWorker.options(**self._worker_placement()).remote(
+                i, settings, self.run_id, self.gateway, self.ledger, diagnostics
+            )
             for i in range(settings.workers)
         ]
         self._trap_signals()
@@ -108,6 +118,14 @@ class ExtractRun:
         if diagnostics is not None:
             await diagnostics.close.remote()
         return await self._summary()
+
+    def _worker_placement(self) -> dict[str, Any]:
+        """Spread the segment workers; `--worker-resource` keeps them on the nodes
+        that declare it (the spot workers of `cluster/`)."""
+        placement: dict[str, Any] = {"scheduling_strategy": "SPREAD"}
+        if self.settings.worker_resource:
+            placement["resources"] = {self.settings.worker_resource: 0.01}
+        return placement
 
     async def _dispatch(self) -> None:
         settings = self.settings
