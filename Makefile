@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-LINT := taguru_ray tests $(wildcard benchmarks/*.py)
+LINT := taguru_ray tests $(wildcard benchmarks/*.py) $(wildcard jobs/*.py)
 
 .PHONY: demo test lint venv clean
 
@@ -30,3 +30,10 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) out .pytest_cache
+
+# The benchmark suite (benchmarks/README.md): about 5 minutes on 2 cores;
+# BENCH_ARGS=--quick for a shorter run. Writes benchmarks/results/.
+.PHONY: bench
+bench: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)

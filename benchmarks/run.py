@@ -1,0 +1,1061 @@
+"""`make bench`: measure taguru-ray against the simulator and write the results.
+
+Every measurement is one function below; each runs `taguru-ray extract` as a
+subprocess with its own local Ray (the way a user runs it) against one
+simulator subprocess with C slots and latency L, and reads the numbers from
+outside: completions and their timing from the simulator's `/stats`
+counters, CPU from the kernel's accounting of the extract process tree,
+memory from the driver's peak RSS. The JSON under `benchmarks/results/`
+holds every number, the machine, the parameters and the ratios the targets
+are stated in; `latest.png` plots throughput against the ideal and the
+in-flight sweep.
+
+    python -m benchmarks.run            # the issue's sizes (about 5 minutes here)
+    python -m benchmarks.run --quick    # smaller sizes, same measurements
+    python -m benchmarks.run --smoke    # the smallest configuration (the test's)
+
+Targets are reported, never asserted: a 2-core machine shared with other
+work is noisy, so the JSON is evidence for a reader, not a gate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import hashlib
+import importlib
+import json
+import os
+import platform
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+import taguru_ray
+from benchmarks.corpus import write_corpus
+from taguru_ray.simulate.harness import SimulatorProcess
+
+try:
+    import psutil
+except ImportError:
+    importlib.import_module("ray")  # Ray vendors psutil and puts it on sys.path
+    psutil = importlib.import_module("psutil")
+
+PROJECT_ROOT = Path(taguru_ray.__file__).resolve().parent.parent
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+CONTEXT = "5b0d7f0e-6c1a-4d8e-9a51-2f3c4b5d6e7f"
+MODEL = "taguru-sim"
+SKIP_MARKER = b": unchanged, skipped"  # the driver's report line for a manifest skip
+STATS_POLL_S = 0.05  # the timing resolution of every throughput number
+TREE_POLL_S = 0.2  # psutil walks /proc: cheap, but not free on 2 cores
+REAP_GRACE_S = 20.0  # Ray's processes outliving their driver get this long to exit
+PR_SET_CHILD_SUBREAPER = 36
+
+
+# --------------------------------------------------------------------- parameters
+
+
+@dataclass
+class Params:
+    """Every size the benchmark takes; the defaults are the issue's values."""
+
+    segments: int = 2000  # the saturation corpus
+    segment_bytes: int = 1024  # one chunk each: far below the 24 576-byte chunk cap
+    slots: int = 64  # C
+    latency_ms: float = 200.0  # L
+    segment_window: int = 256  # W for every throughput run: wide enough for any sweep level
+    workers: int = 2
+    window1_segments: int = 100  # --segment-window 1 runs at 1/L; 2000 would take 400 s
+    overhead_segments: int = 200  # the small run CPU per completion is compared with
+    sweep_levels: tuple[int, ...] = (8, 16, 32, 64, 128)
+    skip_segments: int = 100_000
+    memory_segments: tuple[int, ...] = (10_000, 100_000)
+    run_timeout_s: float = 1800.0
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "full": {},
+    "quick": {
+        "segments": 600,
+        "window1_segments": 40,
+        "overhead_segments": 100,
+        "sweep_levels": (16, 64, 128),
+        "skip_segments": 20_000,
+        "memory_segments": (2_000, 20_000),
+    },
+    "smoke": {
+        "segments": 20,
+        "slots": 4,
+        "latency_ms": 100.0,
+        "segment_window": 16,
+        "window1_segments": 6,
+        "overhead_segments": 8,
+        "sweep_levels": (2, 4),
+        "skip_segments": 200,
+        "memory_segments": (50, 200),
+        "run_timeout_s": 300.0,
+    },
+}
+
+
+# --------------------------------------------------------------------- process runs
+
+
+@dataclass
+class SimWindow:
+    """Throughput as the simulator saw it: first request in to last answer out.
+
+    Times are midpoints between the two `/stats` polls that bracket each event,
+    so the error is at most half a poll interval at either end.
+    """
+
+    completions: int
+    first_request_s: float  # after the process started
+    last_completion_s: float
+    completions_per_s: float
+    steady_completions_per_s: float | None  # between 10 % and 90 % of completions
+    max_outstanding: int  # in service + queued at the simulator, peak seen
+    mean_latency_s: float | None  # Little's law: mean outstanding / throughput
+    max_in_flight: int  # the simulator's own gauge (capped by its slots)
+    by_outcome: dict[str, int]
+
+
+@dataclass
+class ProcessRun:
+    """What one subprocess cost, measured from outside it."""
+
+    argv: list[str]
+    exit_code: int
+    wall_s: float
+    cpu_s: float  # user + system of the process and every descendant: the two below
+    cpu_reaped_s: float  # exact: RUSAGE_CHILDREN over everything reaped with accounting
+    cpu_sampled_only_s: float  # last /proc sample of processes reaped without it
+    cpu_sampled_s: dict[str, float]  # by process kind, last sample: where the CPU went
+    driver_peak_rss_mb: float | None
+    stdout_lines: int
+    marked_lines: int  # lines holding the run's marker (a skip line)
+    first_marked_s: float | None  # when the first and last of them arrived
+    last_marked_s: float | None
+    stdout_tail: list[str]
+    stderr_tail: list[str]
+    sim: SimWindow | None = None
+
+
+class _Sampler(threading.Thread):
+    """Polls the simulator's counters and the process tree until stopped."""
+
+    def __init__(self, pid: int, started: float, stats_url: str | None) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.started = started
+        self.stats_url = stats_url
+        self.stop = threading.Event()
+        self.stats: list[tuple[float, dict[str, Any]]] = []
+        self.cpu: dict[int, _Sample] = {}
+        self.peak_rss_kb: int | None = None
+
+    def run(self) -> None:
+        client = httpx.Client(trust_env=False, timeout=5.0) if self.stats_url else None
+        next_tree = 0.0
+        try:
+            while not self.stop.is_set():
+                now = time.perf_counter()
+                if client is not None and self.stats_url is not None:
+                    with contextlib.suppress(httpx.HTTPError, ValueError):
+                        body = client.get(self.stats_url).json()
+                        # Stamped after the answer: an event is seen no later than this.
+                        self.stats.append((time.perf_counter() - self.started, body))
+                if now >= next_tree:
+                    self._sample_tree()
+                    next_tree = now + TREE_POLL_S
+                self.stop.wait(STATS_POLL_S)
+        finally:
+            if client is not None:
+                client.close()
+
+    def _sample_tree(self) -> None:
+        try:
+            root = psutil.Process(self.pid)
+            procs = [root, *root.children(recursive=True)]
+        except psutil.Error:
+            return
+        ignores: dict[int, bool] = {}
+        for proc in procs:
+            with contextlib.suppress(psutil.Error):
+                times = proc.cpu_times()
+                parent = proc.ppid()
+                if parent not in ignores:
+                    ignores[parent] = _ignores_sigchld(parent)
+                known = self.cpu.get(proc.pid)
+                kind = "driver" if proc.pid == self.pid else _process_kind(proc, known)
+                self.cpu[proc.pid] = _Sample(kind, times.user + times.system, ignores[parent])
+        hwm = _vm_hwm_kb(self.pid)
+        if hwm is not None:
+            self.peak_rss_kb = max(self.peak_rss_kb or 0, hwm)
+
+
+@dataclass(frozen=True)
+class _Sample:
+    kind: str
+    cpu_s: float
+    # Reaped by a parent that ignores SIGCHLD (the raylet does): the kernel then
+    # drops the child's CPU instead of adding it to the parent's children
+    # times, so RUSAGE_CHILDREN never sees it and this sample is all there is.
+    unaccounted: bool
+
+
+def _ignores_sigchld(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("SigIgn:"):
+                    return bool(int(line.split()[1], 16) >> (signal.SIGCHLD - 1) & 1)
+    except (OSError, ValueError):
+        return False
+    return False
+
+
+def _process_kind(proc: psutil.Process, known: _Sample | None) -> str:
+    """`ray::SegmentWorker`, `raylet`, `gcs_server`, ...: a name to group CPU by.
+
+    Ray retitles a worker (`ray::SegmentWorker`) after it starts; the kernel's
+    short name is cut at 15 characters, so a title that cannot be read (the
+    process is exiting) keeps the one seen before.
+    """
+    with contextlib.suppress(psutil.Error, IndexError):
+        title = proc.cmdline()[0]
+        return title.split()[0] if title.startswith("ray::") else proc.name()
+    if known is not None:
+        return known.kind
+    try:
+        return proc.name()
+    except psutil.Error:
+        return "?"
+
+
+def _vm_hwm_kb(pid: int) -> int | None:
+    """The process's peak RSS so far (Linux's VmHWM): no peak between polls is missed."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _become_subreaper() -> bool:
+    """Adopt orphaned descendants so their CPU reaches RUSAGE_CHILDREN.
+
+    Ray's worker processes are children of the raylet; when the raylet is
+    stopped they would be re-parented to init and their CPU lost to this
+    process's accounting. As a subreaper it is re-parented here instead, and
+    reaping it adds its CPU to ours. Linux only; elsewhere CPU is a lower bound.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+
+
+def _reap_strays(keep: set[int]) -> None:
+    """Wait for (then kill) adopted descendants of a finished run, by pid."""
+    deadline = time.monotonic() + REAP_GRACE_S
+    while True:
+        strays = [c for c in psutil.Process().children() if c.pid not in keep]
+        if not strays:
+            return
+        for child in strays:
+            with contextlib.suppress(ChildProcessError):
+                pid, _ = os.waitpid(child.pid, os.WNOHANG)
+                if pid == 0 and time.monotonic() > deadline:
+                    os.kill(child.pid, signal.SIGKILL)
+                    os.waitpid(child.pid, 0)
+        time.sleep(0.05)
+
+
+def _cpu_children_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_process(
+    argv: list[str],
+    env: dict[str, str],
+    *,
+    keep: set[int],
+    stats_url: str | None = None,
+    marker: bytes | None = None,
+    timeout: float = 1800.0,
+) -> ProcessRun:
+    """Run `argv` to its end, measuring it from outside.
+
+    `keep` are children of this process that are not part of the run (the
+    simulator): they are never reaped here, so their CPU stays out of `cpu_s`.
+    """
+    cpu_before = _cpu_children_s()
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    sampler = _Sampler(proc.pid, started, stats_url)
+    sampler.start()
+    lines = _LineReader(proc.stdout, started, marker)
+    errors = _LineReader(proc.stderr, started, None)
+    try:
+        exit_code = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        exit_code = proc.wait()
+    wall = time.perf_counter() - started
+    sampler.stop.set()
+    sampler.join()
+    lines.join()
+    errors.join()
+    _reap_strays(keep | {proc.pid})
+    reaped = _cpu_children_s() - cpu_before
+    dropped = sum(sample.cpu_s for sample in sampler.cpu.values() if sample.unaccounted)
+    by_kind: dict[str, float] = {}
+    for sample in sampler.cpu.values():
+        by_kind[sample.kind] = by_kind.get(sample.kind, 0.0) + sample.cpu_s
+    return ProcessRun(
+        argv=argv,
+        exit_code=exit_code,
+        wall_s=wall,
+        cpu_s=reaped + dropped,
+        cpu_reaped_s=reaped,
+        cpu_sampled_only_s=dropped,
+        cpu_sampled_s=dict(sorted(by_kind.items())),
+        driver_peak_rss_mb=sampler.peak_rss_kb / 1024 if sampler.peak_rss_kb else None,
+        stdout_lines=lines.count,
+        marked_lines=lines.marked,
+        first_marked_s=lines.first,
+        last_marked_s=lines.last,
+        stdout_tail=list(lines.tail)[-3:],
+        stderr_tail=list(errors.tail),
+        sim=sim_window(sampler.stats) if stats_url else None,
+    )
+
+
+class _LineReader(threading.Thread):
+    """Drains a pipe (so the child never blocks on it), keeping counts and a tail.
+
+    Lines holding `marker` are also timed on arrival: the first and last skip
+    line bracket the driver's skip loop without its interpreter and Ray start.
+    """
+
+    def __init__(self, pipe: Any, started: float, marker: bytes | None) -> None:
+        super().__init__(daemon=True)
+        self.pipe = pipe
+        self.started = started
+        self.marker = marker
+        self.count = 0
+        self.marked = 0
+        self.first: float | None = None
+        self.last: float | None = None
+        self.tail: deque[str] = deque(maxlen=10)
+        self.start()
+
+    def run(self) -> None:
+        for raw in self.pipe:
+            self.count += 1
+            if self.marker is not None and self.marker in raw:
+                now = time.perf_counter() - self.started
+                self.first = now if self.first is None else self.first
+                self.last = now
+                self.marked += 1
+            self.tail.append(raw.decode("utf-8", errors="replace").rstrip("\n"))
+        self.pipe.close()
+
+
+def sim_window(samples: list[tuple[float, dict[str, Any]]]) -> SimWindow | None:
+    """Throughput from the simulator's counters, polled every STATS_POLL_S."""
+    if not samples:
+        return None
+    final = samples[-1][1]
+    total = int(final["requests"])
+
+    def done(stats: dict[str, Any]) -> int:
+        # A request is counted on arrival; it is answered once it holds no slot and waits for none.
+        return int(stats["requests"]) - int(stats["in_flight"]) - int(stats["queued"])
+
+    def crossing(test: Callable[[dict[str, Any]], bool]) -> float | None:
+        previous = 0.0
+        for at, stats in samples:
+            if test(stats):
+                return (previous + at) / 2
+            previous = at
+        return None
+
+    first = crossing(lambda s: int(s["requests"]) > 0)
+    last = crossing(lambda s: done(s) >= total)
+    if total == 0 or first is None or last is None or last <= first:
+        return None
+    steady = None
+    low, high = (
+        crossing(lambda s: done(s) >= 0.1 * total),
+        crossing(lambda s: done(s) >= 0.9 * total),
+    )
+    if low is not None and high is not None and high > low:
+        steady = (0.9 - 0.1) * total / (high - low)
+    active = [s for at, s in samples if first <= at <= last]
+    outstanding = [int(s["in_flight"]) + int(s["queued"]) for s in active]
+    rate = total / (last - first)
+    mean_outstanding = sum(outstanding) / len(outstanding) if outstanding else 0.0
+    return SimWindow(
+        completions=total,
+        first_request_s=first,
+        last_completion_s=last,
+        completions_per_s=rate,
+        steady_completions_per_s=steady,
+        max_outstanding=max(outstanding, default=0),
+        mean_latency_s=mean_outstanding / rate if outstanding else None,
+        max_in_flight=int(final["max_in_flight"]),
+        by_outcome=dict(final["by_outcome"]),
+    )
+
+
+# --------------------------------------------------------------------- the bench
+
+
+@dataclass
+class Bench:
+    """The shared pieces every measurement uses: sizes, folders, the simulator."""
+
+    params: Params
+    work: Path
+    sim: SimulatorProcess
+    address: str | None = None  # join this Ray instead of starting one per run
+    log: Callable[[str], None] = field(default=lambda line: print(line, flush=True))
+
+    @property
+    def ideal(self) -> float:
+        return self.params.slots / (self.params.latency_ms / 1000.0)
+
+    def corpus(self, segments: int) -> Path:
+        """The first `segments` segments in a folder of their own (prefixes are equal)."""
+        folder = self.work / f"corpus-{segments}x{self.params.segment_bytes}"
+        write_corpus(folder, segments, self.params.segment_bytes)
+        return folder
+
+    def env(self) -> dict[str, str]:
+        # Nothing of the caller's endpoint or cluster: each run starts its own Ray.
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("TAGURU_") and k not in ("RAY_ADDRESS",)
+        }
+        env.update(
+            TAGURU_EXTRACT_URL=self.sim.chat_url,
+            TAGURU_EXTRACT_MODEL=MODEL,
+            PYTHONPATH=os.pathsep.join(
+                p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p
+            ),
+        )
+        return env
+
+    def extract_args(self, corpus: Path, out: Path, *flags: str) -> list[str]:
+        """The extract arguments after the verb; the manifest builder parses the same."""
+        joined = ["--address", self.address] if self.address else []
+        return ["--context", CONTEXT, "--out", str(out), *joined, *flags, str(corpus)]
+
+    def extract(self, corpus: Path, out: Path, *flags: str, timed: bool = True) -> ProcessRun:
+        """One `taguru-ray extract` run; `timed` polls the simulator for its window."""
+        argv = [sys.executable, "-m", "taguru_ray", "extract"]
+        argv += self.extract_args(corpus, out, *flags)
+        self.sim.reset()
+        return run_process(
+            argv,
+            self.env(),
+            keep={self.sim.pid},
+            stats_url=self.sim.root_url + "/stats" if timed else None,
+            marker=SKIP_MARKER,
+            timeout=self.params.run_timeout_s,
+        )
+
+    def fresh_out(self, name: str) -> Path:
+        out = self.work / "out" / name
+        shutil.rmtree(out, ignore_errors=True)
+        return out
+
+
+def _run_summary(run: ProcessRun, completions: int | None = None) -> dict[str, Any]:
+    """A run's numbers for the JSON: everything measured, plus CPU per completion."""
+    summary = asdict(run)
+    summary["argv"] = run.argv[2:]  # drop the interpreter path: machine-specific noise
+    done = completions if completions is not None else (run.sim.completions if run.sim else 0)
+    summary["cpu_ms_per_completion"] = 1000.0 * run.cpu_s / done if done else None
+    return summary
+
+
+def _skipped_if_refused(run: ProcessRun) -> str | None:
+    """A flag this build does not have yet is exit 2 with a usage line: skip, not fail."""
+    if run.exit_code != 2:
+        return None
+    why = next((line for line in reversed(run.stderr_tail) if line.strip()), "exit 2")
+    return f"refused by this build (exit 2): {why}"
+
+
+def _check(run: ProcessRun, what: str) -> None:
+    if run.exit_code != 0:
+        tail = "\n".join(run.stderr_tail[-8:])
+        raise BenchFailed(f"{what}: exit {run.exit_code}\n{tail}")
+
+
+class BenchFailed(RuntimeError):
+    """A run the measurement depends on failed; its stderr tail says why."""
+
+
+# --------------------------------------------------------------------- measurements
+
+
+def measure_loadgen(bench: Bench, corpus: Path) -> dict[str, Any]:
+    """The bare asyncio+httpx generator at C in flight on the same corpus and simulator."""
+    argv = [
+        sys.executable,
+        "-m",
+        "benchmarks.loadgen",
+        "--url",
+        bench.sim.chat_url,
+        "--model",
+        MODEL,
+        "--concurrency",
+        str(bench.params.slots),
+        str(corpus),
+    ]
+    bench.sim.reset()
+    run = run_process(
+        argv,
+        bench.env(),
+        keep={bench.sim.pid},
+        stats_url=bench.sim.root_url + "/stats",
+        timeout=bench.params.run_timeout_s,
+    )
+    _check(run, "loadgen")
+    summary = _run_summary(run)
+    own = json.loads(run.stdout_tail[-1])
+    summary["own_clock"] = own
+    # The simulator's window when the run outlasts a few polls; a tiny run is timed
+    # by the generator's own clock instead.
+    summary["completions_per_s"] = (
+        run.sim.completions_per_s if run.sim else own["completions_per_s"]
+    )
+    return summary
+
+
+def measure_extract(bench: Bench, corpus: Path, name: str, *flags: str) -> dict[str, Any]:
+    """One extract run on `corpus`; completions/s from the simulator's window."""
+    run = bench.extract(corpus, bench.fresh_out(name), *flags)
+    skipped = _skipped_if_refused(run)
+    if skipped:
+        return {"skipped": skipped, "flags": list(flags)}
+    _check(run, name)
+    summary = _run_summary(run)
+    summary["flags"] = list(flags)
+    summary["completions_per_s"] = run.sim.completions_per_s if run.sim else None
+    return summary
+
+
+def throughput_flags(bench: Bench, inflight: str, window: int | None = None) -> list[str]:
+    p = bench.params
+    return [
+        "--max-inflight",
+        inflight,
+        "--segment-window",
+        str(window if window is not None else p.segment_window),
+        "--workers",
+        str(p.workers),
+    ]
+
+
+def measure_saturation(bench: Bench) -> dict[str, Any]:
+    """C in flight on the main corpus, against C/L and the bare generator (run on both sides)."""
+    p = bench.params
+    corpus = bench.corpus(p.segments)
+    before = measure_loadgen(bench, corpus)
+    extract = measure_extract(bench, corpus, "saturation", *throughput_flags(bench, str(p.slots)))
+    after = measure_loadgen(bench, corpus)
+    # The generator's capability is its better run: the stricter yardstick.
+    best = max(before["completions_per_s"] or 0.0, after["completions_per_s"] or 0.0)
+    return {
+        "segments": p.segments,
+        "ideal_completions_per_s": bench.ideal,
+        "taguru_ray": extract,
+        "loadgen_before": before,
+        "loadgen_after": after,
+        "loadgen_best_completions_per_s": best,
+    }
+
+
+def measure_window1(bench: Bench) -> dict[str, Any]:
+    """--segment-window 1 (the reference's sequential hand-off) on a smaller corpus."""
+    p = bench.params
+    corpus = bench.corpus(p.window1_segments)
+    result = measure_extract(bench, corpus, "window-1", *throughput_flags(bench, str(p.slots), 1))
+    result["segments"] = p.window1_segments
+    result["ideal_completions_per_s"] = 1000.0 / p.latency_ms
+    return result
+
+
+def measure_overhead(bench: Bench, saturation: dict[str, Any]) -> dict[str, Any]:
+    """CPU per completion on a small run vs the saturation run, same flags: it should fall."""
+    p = bench.params
+    corpus = bench.corpus(p.overhead_segments)
+    small = measure_extract(bench, corpus, "overhead", *throughput_flags(bench, str(p.slots)))
+    large = saturation["taguru_ray"]
+    points = [
+        {"segments": p.overhead_segments, "cpu_s": small.get("cpu_s"), "completions": _done(small)},
+        {"segments": p.segments, "cpu_s": large.get("cpu_s"), "completions": _done(large)},
+    ]
+    for point in points:
+        point["cpu_ms_per_completion"] = (
+            1000.0 * point["cpu_s"] / point["completions"] if point["completions"] else None
+        )
+    marginal = None
+    if points[0]["cpu_s"] is not None and points[1]["cpu_s"] is not None:
+        extra = points[1]["completions"] - points[0]["completions"]
+        if extra > 0:
+            # The slope: what one more completion costs once startup is paid.
+            marginal = 1000.0 * (points[1]["cpu_s"] - points[0]["cpu_s"]) / extra
+    return {"points": points, "marginal_cpu_ms_per_completion": marginal, "small_run": small}
+
+
+def _done(result: dict[str, Any]) -> int:
+    sim = result.get("sim")
+    return int(sim["completions"]) if sim else 0
+
+
+def measure_inflight_sweep(bench: Bench, saturation: dict[str, Any]) -> dict[str, Any]:
+    """Fixed --max-inflight levels past the simulator's C slots, then `auto`.
+
+    Beyond C in flight the simulator queues, so latency climbs while
+    throughput flattens: the knee an adaptive controller has to find.
+    """
+    p = bench.params
+    corpus = bench.corpus(p.segments)
+    levels: list[dict[str, Any]] = []
+    for level in p.sweep_levels:
+        if level == p.slots:
+            result = dict(saturation["taguru_ray"], reused="saturation")
+        else:
+            result = measure_extract(
+                bench, corpus, f"inflight-{level}", *throughput_flags(bench, str(level))
+            )
+        levels.append({"max_inflight": level, **result})
+        bench.log(f"  in-flight {level}: {_rate(result)}")
+    measured = [entry for entry in levels if entry.get("completions_per_s")]
+    best = max(measured, key=lambda e: e["completions_per_s"], default=None)
+    auto = measure_extract(bench, corpus, "inflight-auto", *throughput_flags(bench, "auto"))
+    bench.log(f"  in-flight auto: {_rate(auto)}")
+    return {
+        "segments": p.segments,
+        "levels": levels,
+        "best_fixed_max_inflight": best["max_inflight"] if best else None,
+        "best_fixed_completions_per_s": best["completions_per_s"] if best else None,
+        "auto": auto,
+    }
+
+
+def _rate(result: dict[str, Any]) -> str:
+    if "skipped" in result:
+        return result["skipped"]
+    rate = result.get("completions_per_s")
+    return f"{rate:.1f} completions/s" if rate else "no completions measured"
+
+
+# --------------------------------------------------------------------- skip and memory
+
+
+def prepare_extracted(bench: Bench, segments: int) -> tuple[Path, Path, int]:
+    """A corpus whose every segment is already extracted, without calling a model.
+
+    The manifest entries are built with taguru-ray's own functions from the
+    very flags the timed run passes, so `Manifest.unchanged` holds for every
+    segment; each output file is a valid source file (header and passage).
+    Returns (corpus, out, bytes of the corpus).
+    """
+    from taguru_ray.cli.extract import parse_flags
+    from taguru_ray.contract.names import output_name, written_id
+    from taguru_ray.contract.source_file import Header, Passage, SourceFile, render_source_file
+    from taguru_ray.pipeline.read import decode_segment, segment_sha256
+    from taguru_ray.settings import compute_inputs, resolve_settings
+    from taguru_ray.store.inputs import expand
+    from taguru_ray.store.manifest import Manifest
+    from taguru_ray.store.outdir import MANIFEST, OutDir
+
+    corpus = bench.corpus(segments)
+    out = bench.fresh_out(f"extracted-{segments}")
+    args = bench.extract_args(corpus, out)
+    settings = resolve_settings(parse_flags(args), bench.env())
+    outdir = OutDir(str(out))
+    outdir.ensure()
+    sources = expand(settings.paths)
+    entries: dict[str, dict[str, Any]] = {}
+    total = 0
+    for source in sources:
+        data = Path(source).read_bytes()
+        total += len(data)
+        ident = written_id(source, settings.source_id, len(sources) > 1)
+        name = output_name(source)
+        entries[source] = compute_inputs(settings, segment_sha256(data), ident, name)
+        header = Header(id=ident, context_id=settings.context)
+        rendered = render_source_file(SourceFile(header, Passage(decode_segment(data))))
+        # Plain writes: OutDir.write fsyncs each file, minutes for 100 000 of them.
+        (out / name).write_bytes(rendered)
+    outdir.write(MANIFEST, Manifest(outdir, entries).render())
+    return corpus, out, total
+
+
+def hash_seconds(corpus: Path) -> float:
+    """The floor a skip is compared with: read and sha256 every segment's bytes."""
+    started = time.perf_counter()
+    for path in sorted(corpus.iterdir()):
+        hashlib.sha256(path.read_bytes()).hexdigest()
+    return time.perf_counter() - started
+
+
+def measure_skip_and_memory(bench: Bench) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The manifest skip of already-extracted corpora, and the driver's peak memory.
+
+    Each size is a real run (no --dry-run) that skips every segment. Its net
+    cost is its wall time less that of a 1-segment run of the same kind,
+    which pays the same interpreter, Ray start and stop; the floor is hashing
+    the same files. Driver memory is the same runs' driver peak RSS.
+    """
+    p = bench.params
+    sizes = sorted({1, *p.memory_segments, p.skip_segments})
+    runs: dict[int, dict[str, Any]] = {}
+    for size in sizes:
+        corpus, out, nbytes = prepare_extracted(bench, size)
+        run = bench.extract(corpus, out, timed=False)
+        if size == 1:
+            # The baseline is subtracted from every size: the quicker of two runs
+            # takes out one slow Ray start on a busy machine.
+            again = bench.extract(corpus, out, timed=False)
+            run = again if again.exit_code == 0 and again.wall_s < run.wall_s else run
+        _check(run, f"skip of {size}")
+        if bench.sim.stats()["requests"]:
+            raise BenchFailed(f"the skip run of {size} segments called the model")
+        summary = _run_summary(run, completions=0)
+        summary.update(segments=size, corpus_bytes=nbytes, hash_s=hash_seconds(corpus))
+        if run.marked_lines != size:
+            raise BenchFailed(f"the skip run of {size} skipped {run.marked_lines} segments")
+        # Skip lines are printed in segment order as the driver decides them.
+        if run.first_marked_s is not None and run.last_marked_s is not None:
+            summary["skip_lines_s"] = run.last_marked_s - run.first_marked_s
+        runs[size] = summary
+        bench.log(
+            f"  {size} unchanged segments: {run.wall_s:.1f} s, driver peak "
+            f"{summary['driver_peak_rss_mb'] or 0:.0f} MB"
+        )
+    base = runs[1]["wall_s"]
+    big = runs[p.skip_segments]
+    # Below Ray's start-up jitter a tiny corpus can come out negative: no number then.
+    net = big["wall_s"] - base if big["wall_s"] > base else None
+    skip = {
+        "segments": p.skip_segments,
+        "wall_s": big["wall_s"],
+        "baseline_1_segment_wall_s": base,
+        "net_skip_s": net,
+        "skip_lines_s": big.get("skip_lines_s"),
+        "hash_s": big["hash_s"],
+        "corpus_bytes": big["corpus_bytes"],
+        "per_segment_us": 1e6 * net / p.skip_segments if net is not None else None,
+        "runs": [runs[size] for size in sizes],
+    }
+    memory = {
+        "segments": list(p.memory_segments),
+        "driver_peak_rss_mb": [runs[size]["driver_peak_rss_mb"] for size in p.memory_segments],
+        "baseline_1_segment_driver_peak_rss_mb": runs[1]["driver_peak_rss_mb"],
+        "what": "driver peak RSS (VmHWM) of real runs that skip every segment",
+    }
+    return skip, memory
+
+
+# --------------------------------------------------------------------- ratios and output
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def ratios(results: dict[str, Any]) -> dict[str, Any]:
+    """The numbers the targets are stated in, each with its target and whether it held."""
+    sat = results["saturation"]
+    rate = sat["taguru_ray"].get("completions_per_s")
+    sweep = results["inflight_sweep"]
+    auto_rate = sweep["auto"].get("completions_per_s")
+    skip, memory = results["manifest_skip"], results["driver_memory"]
+    peaks = memory["driver_peak_rss_mb"]
+    table = {
+        "throughput_vs_ideal": (_ratio(rate, sat["ideal_completions_per_s"]), 0.9, ">="),
+        "throughput_vs_loadgen": (_ratio(rate, sat["loadgen_best_completions_per_s"]), 0.8, ">="),
+        "loadgen_vs_ideal": (
+            _ratio(sat["loadgen_best_completions_per_s"], sat["ideal_completions_per_s"]),
+            None,
+            None,
+        ),
+        "throughput_vs_window_1": (
+            _ratio(rate, results["window_1"].get("completions_per_s")),
+            None,
+            None,
+        ),
+        "auto_vs_best_fixed": (
+            _ratio(auto_rate, sweep["best_fixed_completions_per_s"]),
+            0.9,
+            ">=",
+        ),
+        "skip_vs_hash": (_ratio(skip["net_skip_s"], skip["hash_s"]), 2.0, "<="),
+        # "Flat": 10x the segments may cost at most a fifth more driver memory.
+        "driver_memory_large_vs_small": (_ratio(peaks[-1], peaks[0]), 1.2, "<="),
+        "cpu_ms_per_completion_large_vs_small": (
+            _ratio(
+                results["overhead"]["points"][1]["cpu_ms_per_completion"],
+                results["overhead"]["points"][0]["cpu_ms_per_completion"],
+            ),
+            1.0,
+            "<=",
+        ),
+    }
+    out: dict[str, Any] = {}
+    for key, (value, target, sense) in table.items():
+        met = None
+        if value is not None and target is not None:
+            met = value >= target if sense == ">=" else value <= target
+        out[key] = {
+            "value": value,
+            "target": f"{sense} {target}" if target is not None else None,
+            "met": met,
+        }
+    if sweep["auto"].get("skipped"):
+        out["auto_vs_best_fixed"]["skipped"] = sweep["auto"]["skipped"]
+    return out
+
+
+def machine() -> dict[str, Any]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    def pkg(name: str) -> str | None:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
+    return {
+        "cores": os.cpu_count(),
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "ray": pkg("ray"),
+        "httpx": pkg("httpx"),
+        "aiohttp": pkg("aiohttp"),
+        "taguru_ray": taguru_ray.__version__,
+        "load_average_at_start": list(os.getloadavg()),
+    }
+
+
+def plot(results: dict[str, Any], path: Path) -> str | None:
+    """latest.png: throughput against the ideal, and the in-flight sweep. None if drawn."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # no display here, and none wanted
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "matplotlib is not installed (pip install -e '.[bench]')"
+    sat, sweep = results["saturation"], results["inflight_sweep"]
+    ideal = sat["ideal_completions_per_s"]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    bars = {
+        "ideal C/L": ideal,
+        "bare loadgen": sat["loadgen_best_completions_per_s"],
+        "taguru-ray": sat["taguru_ray"].get("completions_per_s") or 0.0,
+        "taguru-ray W=1": results["window_1"].get("completions_per_s") or 0.0,
+    }
+    left.bar(list(bars), list(bars.values()), color=["#999", "#4a7", "#37c", "#c73"])
+    for x, value in enumerate(bars.values()):
+        left.annotate(f"{value:.0f}", (x, value), ha="center", va="bottom")
+    params = results["parameters"]
+    left.set_title(
+        f"{params['segments']} segments, C={params['slots']}, L={params['latency_ms']:g} ms"
+    )
+    left.set_ylabel("completions / s")
+    points = [
+        (e["max_inflight"], e["completions_per_s"])
+        for e in sweep["levels"]
+        if e.get("completions_per_s")
+    ]
+    if points:
+        right.plot(*zip(*points, strict=True), marker="o", label="fixed --max-inflight")
+    latency = [
+        (e["max_inflight"], 1000.0 * e["sim"]["mean_latency_s"])
+        for e in sweep["levels"]
+        if e.get("sim") and e["sim"].get("mean_latency_s")
+    ]
+    if latency:
+        # Past the knee the simulator queues: latency is what rises there, not throughput.
+        twin = right.twinx()
+        twin.plot(*zip(*latency, strict=True), color="#c73", linestyle="--", marker=".")
+        twin.set_ylabel("mean latency, ms (Little's law)", color="#c73")
+        twin.set_ylim(bottom=0)
+    right.axhline(ideal, color="#999", linestyle="--", label="ideal C/L")
+    right.axvline(params["slots"], color="#ccc", linestyle=":", label="C (the knee)")
+    auto = sweep["auto"].get("completions_per_s")
+    if auto:
+        right.axhline(auto, color="#c37", label="--max-inflight auto")
+    right.set_xscale("log", base=2)
+    right.minorticks_off()
+    if points:
+        right.set_xticks([x for x, _ in points], [str(x) for x, _ in points])
+    right.set_xlabel("--max-inflight")
+    right.set_ylabel("completions / s")
+    right.set_title("in-flight sweep")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None
+
+
+def run_bench(
+    params: Params, results_dir: Path, work: Path, name: str, address: str | None = None
+) -> Path:
+    """Every measurement, in one run; returns the JSON written."""
+    subreaper = _become_subreaper()
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    results: dict[str, Any] = {
+        "name": name,
+        "timestamp": stamp,
+        "machine": machine(),
+        "parameters": asdict(params),
+        "cpu_accounting": _cpu_accounting(subreaper, address),
+    }
+    started = time.perf_counter()
+    sim_args = ("--slots", str(params.slots), "--latency-ms", f"{params.latency_ms:g}")
+    with SimulatorProcess(*sim_args) as sim:
+        bench = Bench(params, work, sim, address)
+        steps: list[tuple[str, Callable[[], Any]]] = [
+            ("saturation", lambda: measure_saturation(bench)),
+            ("window_1", lambda: measure_window1(bench)),
+            ("overhead", lambda: measure_overhead(bench, results["saturation"])),
+            ("inflight_sweep", lambda: measure_inflight_sweep(bench, results["saturation"])),
+        ]
+        for key, step in steps:
+            bench.log(f"bench: {key} ...")
+            results[key] = step()
+        bench.log("bench: manifest skip and driver memory ...")
+        results["manifest_skip"], results["driver_memory"] = measure_skip_and_memory(bench)
+    results["ratios"] = ratios(results)
+    results["elapsed_s"] = time.perf_counter() - started
+    results_dir.mkdir(parents=True, exist_ok=True)
+    target = results_dir / f"{name}-{stamp}.json"
+    results["plot"] = plot(results, results_dir / "latest.png") or str(results_dir / "latest.png")
+    target.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return target
+
+
+def _cpu_accounting(subreaper: bool, address: str | None) -> str:
+    if address:
+        return f"the driver only: the runs joined the Ray at {address}, whose CPU is not theirs"
+    if subreaper:
+        return "every process of each run: reaped (RUSAGE_CHILDREN) + sampled where unreapable"
+    return "a lower bound: no subreaper on this platform, orphaned Ray workers are missed"
+
+
+def print_ratios(path: Path) -> None:
+    results = json.loads(path.read_text(encoding="utf-8"))
+    for key, entry in results["ratios"].items():
+        value = entry["value"]
+        shown = f"{value:.3f}" if value is not None else entry.get("skipped", "n/a")
+        target = (
+            f"  (target {entry['target']}: {'met' if entry['met'] else 'NOT met'})"
+            if (entry["target"] and entry["met"] is not None)
+            else ""
+        )
+        print(f"{key:40s} {shown}{target}")
+    print(f"results: {path}")
+
+
+def parse_args(argv: list[str] | None) -> tuple[Params, argparse.Namespace]:
+    parser = argparse.ArgumentParser(description="taguru-ray benchmarks (make bench)")
+    preset = parser.add_mutually_exclusive_group()
+    preset.add_argument("--quick", action="store_true", help="smaller sizes, every measurement")
+    preset.add_argument("--smoke", action="store_true", help="the smallest configuration")
+    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
+    parser.add_argument("--work-dir", type=Path, help="keep corpora and outputs here")
+    parser.add_argument("--name", help="the JSON's name prefix (default: bench[-preset])")
+    parser.add_argument(
+        "--address",
+        help="join this Ray cluster instead of a local Ray per run (quicker; CPU is then "
+        "the driver's alone)",
+    )
+    ints = (
+        "segments",
+        "segment_bytes",
+        "slots",
+        "segment_window",
+        "workers",
+        "window1_segments",
+        "overhead_segments",
+        "skip_segments",
+    )
+    for key in ints:
+        parser.add_argument("--" + key.replace("_", "-"), type=int, dest=key)
+    parser.add_argument("--latency-ms", type=float, dest="latency_ms")
+    parser.add_argument("--sweep-levels", type=_int_list, dest="sweep_levels")
+    parser.add_argument("--memory-segments", type=_int_list, dest="memory_segments")
+    args = parser.parse_args(argv)
+    preset_name = "smoke" if args.smoke else "quick" if args.quick else "full"
+    values = {**asdict(Params()), **PRESETS[preset_name]}
+    for key in (*ints, "latency_ms", "sweep_levels", "memory_segments"):
+        if getattr(args, key) is not None:
+            values[key] = getattr(args, key)
+    args.preset = preset_name
+    return Params(**values), args
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(",") if part.strip())
+
+
+@contextlib.contextmanager
+def _work_dir(keep: Path | None) -> Iterator[Path]:
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        yield keep
+        return
+    with tempfile.TemporaryDirectory(prefix="taguru-ray-bench-") as folder:
+        yield Path(folder)
+
+
+def main(argv: list[str] | None = None) -> int:
+    params, args = parse_args(argv)
+    name = args.name or ("bench" if args.preset == "full" else f"bench-{args.preset}")
+    with _work_dir(args.work_dir) as work:
+        try:
+            path = run_bench(params, args.results_dir, work, name, args.address)
+        except BenchFailed as failure:
+            print(f"bench: {failure}", file=sys.stderr)
+            return 1
+    print_ratios(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""The benchmark suite's smallest configuration, end to end: the JSON's shape, never its speed.
+
+`python -m benchmarks.run --smoke` takes the same code path as `make bench`
+(corpora, the simulator, `taguru-ray extract` on its own local Ray, the skip
+of an already-extracted corpus) at 20 segments and C = 4. Timing thresholds
+would only measure how busy the machine is; this checks that every number is
+there and has a sane type.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.corpus import segment_name, segment_text, write_corpus
+from tests.support import REPO
+
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
+
+RATIOS = (
+    "throughput_vs_ideal",
+    "throughput_vs_loadgen",
+    "loadgen_vs_ideal",
+    "throughput_vs_window_1",
+    "auto_vs_best_fixed",
+    "skip_vs_hash",
+    "driver_memory_large_vs_small",
+    "cpu_ms_per_completion_large_vs_small",
+)
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value) and value > 0
+
+
+def _check_run(run: dict[str, Any]) -> None:
+    assert run["exit_code"] == 0
+    assert _positive(run["wall_s"])
+    assert _positive(run["cpu_s"])
+    assert run["cpu_s"] >= run["cpu_reaped_s"] >= 0
+    assert all(isinstance(k, str) and v >= 0 for k, v in run["cpu_sampled_s"].items())
+
+
+def _check_extract(run: dict[str, Any], segments: int) -> None:
+    _check_run(run)
+    assert run["sim"]["completions"] == segments  # one chunk, one completion each
+    assert run["sim"]["by_outcome"] == {"ok": segments}
+    assert _positive(run["completions_per_s"])
+    assert _positive(run["cpu_ms_per_completion"])
+    assert _positive(run["driver_peak_rss_mb"])
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory, ray_address: str) -> dict[str, Any]:
+    # Joined to the session's Ray: a dozen local Ray starts would be most of the time.
+    folder = tmp_path_factory.mktemp("bench")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.run",
+            "--smoke",
+            "--results-dir",
+            str(folder / "results"),
+            "--work-dir",
+            str(folder / "work"),
+            "--address",
+            ray_address,
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = sorted((folder / "results").glob("bench-smoke-*.json"))
+    assert len(written) == 1
+    assert (folder / "results" / "latest.png").stat().st_size > 0
+    return json.loads(written[0].read_text(encoding="utf-8"))
+
+
+def test_the_json_names_the_machine_and_the_parameters(results: dict[str, Any]) -> None:
+    assert isinstance(results["cpu_accounting"], str)
+    machine = results["machine"]
+    assert _positive(machine["cores"])
+    assert isinstance(machine["python"], str) and isinstance(machine["ray"], str)
+    params = results["parameters"]
+    assert params["segments"] == 20 and params["slots"] == 4
+    assert isinstance(results["timestamp"], str)
+
+
+def test_saturation_has_taguru_ray_the_loadgen_and_the_ideal(results: dict[str, Any]) -> None:
+    sat = results["saturation"]
+    segments = results["parameters"]["segments"]
+    _check_extract(sat["taguru_ray"], segments)
+    for side in ("loadgen_before", "loadgen_after"):
+        _check_run(sat[side])
+        assert sat[side]["own_clock"]["completions"] == segments
+        assert _positive(sat[side]["completions_per_s"])
+    assert _positive(sat["loadgen_best_completions_per_s"])
+    assert sat["ideal_completions_per_s"] == pytest.approx(4 / 0.1)
+
+
+def test_window_1_and_overhead_are_measured(results: dict[str, Any]) -> None:
+    _check_extract(results["window_1"], results["parameters"]["window1_segments"])
+    points = results["overhead"]["points"]
+    assert [p["segments"] for p in points] == [8, 20]
+    assert all(_positive(p["cpu_ms_per_completion"]) for p in points)
+
+
+def test_the_sweep_has_every_level_and_auto_or_a_reason(results: dict[str, Any]) -> None:
+    sweep = results["inflight_sweep"]
+    levels = sweep["levels"]
+    assert [entry["max_inflight"] for entry in levels] == [2, 4]
+    for entry in levels:
+        _check_extract(entry, results["parameters"]["segments"])
+    assert sweep["best_fixed_max_inflight"] in (2, 4)
+    auto = sweep["auto"]
+    if "skipped" in auto:  # a build without --max-inflight auto
+        assert isinstance(auto["skipped"], str) and auto["skipped"]
+    else:
+        _check_extract(auto, results["parameters"]["segments"])
+
+
+def test_skip_and_memory_are_measured_without_calling_the_model(
+    results: dict[str, Any],
+) -> None:
+    skip = results["manifest_skip"]
+    assert skip["segments"] == 200
+    assert _positive(skip["hash_s"]) and _positive(skip["corpus_bytes"])
+    assert skip["net_skip_s"] is None or _positive(skip["net_skip_s"])
+    for run in skip["runs"]:
+        _check_run(run)
+        assert run["marked_lines"] == run["segments"]  # every segment reported as skipped
+    memory = results["driver_memory"]
+    assert memory["segments"] == [50, 200]
+    assert all(_positive(mb) for mb in memory["driver_peak_rss_mb"])
+
+
+def test_every_ratio_has_a_value_a_target_and_a_verdict(results: dict[str, Any]) -> None:
+    ratios = results["ratios"]
+    assert set(RATIOS) <= set(ratios)
+    for name in RATIOS:
+        entry = ratios[name]
+        assert entry["value"] is None or isinstance(entry["value"], float), name
+        assert entry["target"] is None or isinstance(entry["target"], str), name
+        assert entry["met"] in (None, True, False), name
+    assert isinstance(ratios["throughput_vs_ideal"]["value"], float)
+    assert isinstance(ratios["throughput_vs_loadgen"]["value"], float)
+
+
+def test_the_corpus_is_deterministic_and_prefix_stable(tmp_path: Path) -> None:
+    small = write_corpus(tmp_path / "a", 3, 300)
+    large = write_corpus(tmp_path / "b", 5, 300)
+    assert [p.read_bytes() for p in small] == [p.read_bytes() for p in large[:3]]
+    assert small[1].name == segment_name(1)
+    assert segment_text(1, 300) != segment_text(2, 300)  # distinct names per segment
+    assert len(segment_text(1, 300).encode("utf-8")) >= 300
