@@ -22,9 +22,9 @@ class PoolAdmission:
     def __init__(self, limit: int) -> None:
         self.pool = PermitPool(["unused"], limit)
 
-    async def acquire(self, tokens: int) -> tuple[int, int]:
+    async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, int | None]:
         lease = await self.pool.acquire("test", tokens)
-        return lease.lease_id, lease.endpoint
+        return lease.lease_id, lease.endpoint, self.pool.next_attempt_seq() if want_seq else None
 
     async def release(self, lease_id: int, usage: Usage) -> None:
         await self.pool.release(lease_id, usage)
@@ -59,8 +59,9 @@ def test_a_clean_answer_carries_text_finish_reason_and_usage(simulator: Simulato
 
 def test_429_with_retry_after_is_retried_until_it_clears(simulator: SimulatorProcess) -> None:
     simulator.set_script([{"fault": "429", "times": 2, "retry_after": 0}])
-    completion = complete(simulator.base_url)  # a base URL works too
+    completion = complete(simulator.base_url, admission=PoolAdmission(4))  # a base URL too
     assert completion.outcome == "answer" and completion.transport_retries == 2
+    assert completion.attempt_seq == 1  # numbered once, at its first try
     assert simulator.stats()["by_outcome"] == {"429": 2, "ok": 1}
 
 

@@ -461,3 +461,18 @@ def test_weight_cap_holds_at_one_million() -> None:
     assert parse_source_file(jsonl(HEADER, {**FACT, "weight": -1e6}))
     error = refusal(jsonl(HEADER, {**FACT, "weight": 1000000.0000000001}))
     assert "weight 1000000.0000000001 exceeds the 1000000 cap" in str(error)
+
+
+def test_the_fast_line_encoder_spells_weights_as_the_serde_formatter_does() -> None:
+    import random
+
+    from taguru_ray.contract.source_file import _encode, _format_f64
+
+    rng = random.Random(7)
+    weights = [rng.uniform(-1e6, 1e6) for _ in range(2000)]
+    weights += [10 ** rng.uniform(-4, 15.9) for _ in range(2000)]
+    weights += [1.0, -1.0, 0.5, 1e-4, 123456789.0, 1e15]
+    for weight in weights:
+        line = {"subject": "a", "label": "b", "object": "c", "weight": weight}
+        expected = '{"subject":"a","label":"b","object":"c","weight":' + _format_f64(weight) + "}"
+        assert _encode(line) == expected, weight

@@ -181,7 +181,6 @@ async def run_round(
     ladder = policy.ladder
     lap = _Lap(spec.conversation.base(), ladder.max_output_tokens if ladder.engaged else None)
     while True:
-        seq = await wire.next_seq()  # issue order: numbered as it is sent, not as it returns
         request = CompletionRequest(
             lap.messages,
             max_tokens=lap.budget,
@@ -189,6 +188,7 @@ async def run_round(
             retry_timeouts=not ladder.engaged,
         )
         completion = await wire.complete(request)
+        seq = await _seq_of(completion, wire)
         verdict = _judge(completion, spec, policy.lossy)
         await wire.on_attempt(
             _attempt_record(
@@ -287,6 +287,14 @@ async def _ladder_step(
     return Exhausted("length", rung, lap.budget)
 
 
+async def _seq_of(completion: Completion, wire: Wire) -> int:
+    """The attempt's run-wide number: admission control numbered it as it was sent
+    (issue order); a model port without admission numbers it here."""
+    if completion.attempt_seq is not None:
+        return completion.attempt_seq
+    return await wire.next_seq()
+
+
 def move_record(run_id: str, spec: PieceSpec, move: str, reason: str, **fields: Any) -> Record:
     """An attempts-log `move` record (ADR 0029): what the ladder did, in the stderr's words."""
     return {
@@ -332,11 +340,11 @@ async def correct_once(
     budget = ladder.max_output_tokens if ladder.engaged else None
     escalated = False
     while True:
-        seq = await wire.next_seq()
         request = CompletionRequest(
             messages, max_tokens=budget, response_format=response_format(rung) if rung else None
         )
         completion = await wire.complete(request)
+        seq = await _seq_of(completion, wire)
         verdict = _judge(completion, spec, lossy=False)
         await wire.on_attempt(
             _attempt_record(

@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -25,6 +26,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from taguru_ray.engine.progress import Progress, mode_for
 from taguru_ray.engine.scan import (
     Console,
+    Scanned,
     Tally,
     existing_contribution,
     new_run_id,
@@ -43,6 +45,8 @@ from taguru_ray.store.manifest import Manifest
 from taguru_ray.store.outdir import OutDir
 
 RESUBMITS = 3  # a segment whose worker dies this often fails, named
+SCAN_BATCH = 256
+SCAN_BATCH_BYTES = 32 * 1024 * 1024
 STOPPED_TAIL = " — stopped early, chunk checkpoints saved; rerun to resume"
 WORKER_DEATHS = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError)
 
@@ -130,14 +134,11 @@ class ExtractRun:
     async def _dispatch(self) -> None:
         settings = self.settings
         existing = self.out.names()
-        seen: set[str] = set()
         tasks: list[asyncio.Task[None]] = []
-        for index, source in enumerate(self.sources):
+        async for scanned in self._scan_ahead():
+            index, source = scanned.index, scanned.source
             if self.stopping:
                 break
-            scanned = await asyncio.to_thread(
-                scan, settings, index, source, len(self.sources) > 1, seen
-            )
             self.reached = index + 1
             if scanned.refusal or scanned.inputs is None or scanned.data is None:
                 await self._failed_before_start(index, source, scanned.refusal or "unreadable")
@@ -167,6 +168,30 @@ class ExtractRun:
             )
             tasks.append(asyncio.create_task(self._extract(job)))
         await asyncio.gather(*tasks)
+
+    async def _scan_ahead(self) -> AsyncIterator[Scanned]:
+        """Read and hash segments in name order, a batch per thread hop (a hop costs
+        more than hashing a small segment); a batch stops at 32 MiB of segment bytes."""
+        seen: set[str] = set()
+        several = len(self.sources) > 1
+
+        def batch(start: int) -> list[Scanned]:
+            out: list[Scanned] = []
+            held = 0
+            for index in range(start, min(start + SCAN_BATCH, len(self.sources))):
+                scanned = scan(self.settings, index, self.sources[index], several, seen)
+                out.append(scanned)
+                held += len(scanned.data or b"")
+                if held > SCAN_BATCH_BYTES:
+                    break
+            return out
+
+        start = 0
+        while start < len(self.sources) and not self.stopping:
+            scanned_batch = await asyncio.to_thread(batch, start)
+            for scanned in scanned_batch:
+                yield scanned
+            start += len(scanned_batch)
 
     async def _resolve_rung(self) -> str | None:
         """The run's starting rung: none off the ladder, the pinned one, or `auto`'s probe."""

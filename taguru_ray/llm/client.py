@@ -56,6 +56,7 @@ class Completion:
     elapsed_seconds: float = 0.0
     error: str | None = None
     status: int | None = None
+    attempt_seq: int | None = None  # numbered by admission control at the first try
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -73,11 +74,13 @@ class Usage:
 class Admission(Protocol):
     """Run-wide admission control: a permit per HTTP request on the wire.
 
-    `acquire` returns (lease id, index of the endpoint to send to); it may
+    `acquire` returns (lease id, index of the endpoint to send to, and — when
+    `want_seq`, on an attempt's first try — its run-wide `attempt_seq`, so the
+    attempt is numbered in issue order without a call of its own); it may
     raise `admission.Stopped` when the run is stopping.
     """
 
-    async def acquire(self, tokens: int) -> tuple[int, int]: ...
+    async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, int | None]: ...
 
     async def release(self, lease_id: int, usage: Usage) -> None: ...
 
@@ -85,8 +88,8 @@ class Admission(Protocol):
 class Unlimited:
     """Admission for tests and single-process use: never waits, always the first endpoint."""
 
-    async def acquire(self, tokens: int) -> tuple[int, int]:
-        return 0, 0
+    async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, int | None]:
+        return 0, 0, None
 
     async def release(self, lease_id: int, usage: Usage) -> None:
         return None
@@ -141,31 +144,34 @@ class ChatClient:
             body["max_tokens"] = request.max_tokens
         started = self._clock()
         tries = 0
+        numbered: list[int] = []  # this call's attempt_seq, set by its first try
         try:
             async for attempt in transport_retrying(retry_timeouts=request.retry_timeouts):
                 with attempt:
                     tries += 1
-                    payload = await self._post(body, _estimate_tokens(request))
+                    payload = await self._post(body, _estimate_tokens(request), numbered)
         except FatalStatus as error:
-            return self._failed("transport", str(error), tries, started, error.status)
+            return self._failed("transport", str(error), tries, started, error.status, numbered)
         except CompletionTimeout:
             limit = f"{self._timeout:g} s" if self._timeout else "the time budget"
             message = f"timed out after {limit} (TAGURU_EXTRACT_TIMEOUT_SECS)"
             if tries > 1:
                 message += f" on each of {tries} tries"
-            return self._failed("timeout", message, tries, started)
+            return self._failed("timeout", message, tries, started, None, numbered)
         except RetryableStatus as error:
             message = f"{error} (after {tries} tries)"
-            return self._failed("transport", message, tries, started, error.status)
+            return self._failed("transport", message, tries, started, error.status, numbered)
         except httpx.TransportError as error:
             message = (
                 f"{type(error).__name__}: {error or 'connection failed'} (after {tries} tries)"
             )
-            return self._failed("transport", message, tries, started)
-        return self._answer(payload, tries, started)
+            return self._failed("transport", message, tries, started, None, numbered)
+        return self._answer(payload, tries, started, numbered)
 
-    async def _post(self, body: dict[str, Any], tokens: int) -> dict[str, Any]:
-        lease, endpoint = await self._admission.acquire(tokens)
+    async def _post(self, body: dict[str, Any], tokens: int, numbered: list[int]) -> dict[str, Any]:
+        lease, endpoint, seq = await self._admission.acquire(tokens, not numbered)
+        if seq is not None:
+            numbered.append(seq)
         began = self._clock()
         usage = Usage("transport", 0.0)
         try:
@@ -208,6 +214,7 @@ class ChatClient:
         tries: int,
         started: float,
         status: int | None = None,
+        numbered: list[int] | None = None,
     ) -> Completion:
         return Completion(
             outcome=outcome,
@@ -215,9 +222,12 @@ class ChatClient:
             elapsed_seconds=self._clock() - started,
             error=error,
             status=status,
+            attempt_seq=numbered[0] if numbered else None,
         )
 
-    def _answer(self, payload: dict[str, Any], tries: int, started: float) -> Completion:
+    def _answer(
+        self, payload: dict[str, Any], tries: int, started: float, numbered: list[int]
+    ) -> Completion:
         choices = payload.get("choices")
         choice = choices[0] if isinstance(choices, list) and choices else {}
         choice = choice if isinstance(choice, dict) else {}
@@ -237,6 +247,7 @@ class ChatClient:
             total_tokens=_int(usage.get("total_tokens")),
             transport_retries=tries - 1,
             elapsed_seconds=self._clock() - started,
+            attempt_seq=numbered[0] if numbered else None,
         )
 
 

@@ -37,14 +37,17 @@ class Gateway:
         self._pool = PermitPool(urls, limit, rpm, tpm)
         self._rung = RungState(rung) if rung is not None else None
 
-    async def acquire(self, worker: str, tokens: int) -> tuple[int, int] | None:
-        """(lease id, endpoint index), or None once the run is stopping."""
+    async def acquire(
+        self, worker: str, tokens: int, want_seq: bool = False
+    ) -> tuple[int, int, int | None] | None:
+        """(lease id, endpoint index, attempt_seq when asked), or None once stopping."""
         try:
             lease = await self._pool.acquire(worker, tokens)
         except Stopped:
             return None
         metrics.in_flight(self._pool.in_flight)
-        return lease.lease_id, lease.endpoint
+        seq = self._pool.next_attempt_seq() if want_seq else None
+        return lease.lease_id, lease.endpoint, seq
 
     async def release(self, lease_id: int, usage: Usage) -> None:
         await self._pool.release(lease_id, usage)
@@ -83,14 +86,16 @@ class GatewayAdmission:
         """Tell the gateway this worker (re)started, freeing a dead predecessor's permits."""
         await self._gateway.register.remote(self._index, self.incarnation)
 
-    async def acquire(self, tokens: int) -> tuple[int, int]:
-        granted = await self._gateway.acquire.remote(self.incarnation, tokens)
+    async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, int | None]:
+        granted = await self._gateway.acquire.remote(self.incarnation, tokens, want_seq)
         if granted is None:
             raise Stopped()
         return granted  # type: ignore[no-any-return]
 
     async def release(self, lease_id: int, usage: Usage) -> None:
-        await self._gateway.release.remote(lease_id, usage)
+        # Not awaited: the gateway applies it in order with this worker's other calls,
+        # and the request it belonged to is already done.
+        self._gateway.release.remote(lease_id, usage)
 
     async def next_attempt_seq(self) -> int:
         return int(await self._gateway.next_attempt_seq.remote())

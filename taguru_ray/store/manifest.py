@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
 from taguru_ray.settings import MANIFEST_FIELDS
@@ -53,6 +55,54 @@ ENTRY_DEFAULTS: dict[str, Any] = {
 }
 
 
+_ABSENT = object()
+
+
+class PackedEntries(MutableMapping[str, dict[str, Any]]):
+    """Entries kept as tuples in contract field order, values interned.
+
+    A million-segment manifest held as dicts costs gigabytes; as tuples of
+    shared values (most fields are the same for every entry) about a sixth of
+    that. Reading an entry gives a fresh dict.
+    """
+
+    def __init__(self, entries: Mapping[str, dict[str, Any]] | None = None) -> None:
+        self._rows: dict[str, tuple[Any, ...]] = {}
+        self._shared: dict[Any, Any] = {}
+        for source, entry in (entries or {}).items():
+            self[source] = entry
+
+    def _share(self, value: Any) -> Any:
+        if isinstance(value, list):
+            value = tuple(value)
+        try:
+            return self._shared.setdefault(value, value)
+        except TypeError:  # unhashable: keep it as it is
+            return value
+
+    def __setitem__(self, source: str, entry: dict[str, Any]) -> None:
+        self._rows[sys.intern(source)] = tuple(
+            self._share(entry.get(key, _ABSENT)) for key in MANIFEST_FIELDS
+        )
+
+    def __getitem__(self, source: str) -> dict[str, Any]:
+        row = self._rows[source]
+        return {
+            key: list(value) if isinstance(value, tuple) else value
+            for key, value in zip(MANIFEST_FIELDS, row, strict=True)
+            if value is not _ABSENT
+        }
+
+    def __delitem__(self, source: str) -> None:
+        del self._rows[source]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
 def journal_name(source: str) -> str:
     """The journal entry of one segment: a later record of it replaces the earlier."""
     digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
@@ -70,7 +120,7 @@ class Manifest:
         self, out: OutDir, entries: dict[str, dict[str, Any]], journal: set[str] | None = None
     ) -> None:
         self._out = out
-        self.entries = entries
+        self.entries = entries if isinstance(entries, PackedEntries) else PackedEntries(entries)
         # Journal entries the single file does not hold yet: folded and deleted by `compact`.
         self._journal: set[str] = set(journal or ())
         self._lock = threading.Lock()

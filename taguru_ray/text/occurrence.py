@@ -112,6 +112,10 @@ def name_occurs(name: str, haystack: Haystack, allowlist: frozenset[str] = froze
     ``allowlist`` holds folded spellings the prompt itself offered; such a name
     always passes. An empty name passes: emptiness is another rule's finding.
     """
+    folded = fold(name)
+    # Most names occur verbatim: answer those without building the glyph walk.
+    if folded in allowlist or haystack.contains(folded):
+        return True
     glyphs = _Glyphs(name)
     if glyphs.text in allowlist or haystack.contains(glyphs.text):
         return True

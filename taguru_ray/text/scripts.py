@@ -29,6 +29,7 @@ is flagged unless the segment writes it.
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from taguru_ray.contract.rust_text import quote_for_issue
@@ -42,6 +43,11 @@ _IDEOGRAPH_RANGES = (
 )
 _UNIFIED_FIRST = 0x4E00
 _UNIFIED_LAST = 0x9FFF
+
+
+_ANY_IDEOGRAPH = re.compile(
+    "[" + "".join(f"{chr(first)}-{chr(last)}" for first, last in _IDEOGRAPH_RANGES) + "]"
+)
 
 
 def is_ideograph(char: str) -> bool:
@@ -61,6 +67,8 @@ def foreign_ideographs(spelling: str, haystack: Haystack) -> list[str]:
     First-appearance order, each once. Containment is by character in the
     folded haystack, which folding leaves ideographs untouched in.
     """
+    if not _ANY_IDEOGRAPH.search(spelling):
+        return []  # most spellings hold none: skip the per-character walk
     found: list[str] = []
     for char in spelling:
         if char in found or not is_ideograph(char) or in_jis_x0208(char):
