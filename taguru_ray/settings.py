@@ -105,6 +105,14 @@ def _progress(text: str) -> str:
     raise ValueError(f"takes auto, bar, lines or off, got {text!r}")
 
 
+def _step(text: str) -> str:
+    from taguru_ray.pipeline.steps import STEP_NAMES
+
+    if text not in STEP_NAMES:
+        raise ValueError(f"takes one of: {', '.join(STEP_NAMES)}; got {text!r}")
+    return text
+
+
 def _trace_attempts(text: str) -> bool:
     # Seed 000: off/0/false/no disables the attempts log; anything else keeps it.
     return text.strip().lower() not in {"off", "0", "false", "no"}
@@ -179,12 +187,9 @@ KNOBS: tuple[Knob, ...] = (
          **_NOT_BUILT, what="--coverage"),
     Knob("schema", "--schema", "TAGURU_EXTRACT_SCHEMA", _text, None,
          **_NOT_BUILT, what="--schema"),
-    Knob("replay", "--replay", "TAGURU_EXTRACT_REPLAY", _choice("auto", "strict", "off"), "off",
-         **_NOT_BUILT, what="--replay"),
-    Knob("replay_from", "--replay-from", "TAGURU_EXTRACT_REPLAY_FROM", _text, None,
-         **_NOT_BUILT, what="--replay-from"),
-    Knob("resume_from", "--resume-from", None, _text, None,
-         **_NOT_BUILT, what="--resume-from"),
+    Knob("replay", "--replay", "TAGURU_EXTRACT_REPLAY", _choice("auto", "strict", "off"), "off"),
+    Knob("replay_from", "--replay-from", "TAGURU_EXTRACT_REPLAY_FROM", _text, None),
+    Knob("resume_from", "--resume-from", None, _step, None),
     # Ray and scale.
     Knob("segment_window", "--segment-window", "TAGURU_RAY_SEGMENT_WINDOW", _int_at_least(1), 8),
     Knob("max_inflight", "--max-inflight", "TAGURU_RAY_MAX_INFLIGHT", _inflight, 32),
@@ -242,6 +247,31 @@ class Settings:
     replay: str = "off"
     replay_from: str | None = None
     resume_from: str | None = None
+
+    @property
+    def replay_mode(self) -> str:
+        """off, auto or strict: --replay as given, or what --resume-from STEP folds onto."""
+        if self.resume_from is not None:
+            from taguru_ray.engine.replay import STEP_FOLD
+
+            return STEP_FOLD[self.resume_from][0]
+        return self.replay
+
+    @property
+    def pin_system(self) -> bool:
+        """--resume-from prompt replays the calls but never the conversation's system turn."""
+        return self.resume_from != "prompt"
+
+    @property
+    def bypasses_store(self) -> bool:
+        """Replay and --resume-from read neither the manifest nor the checkpoints."""
+        return self.replay != "off" or self.resume_from is not None
+
+    def replay_dir(self) -> str:
+        if self.replay_from:
+            return self.replay_from
+        return self.out.rstrip("/") + "/.extract-trace"
+
     segment_window: int = 8
     max_inflight: int | str = 32  # or "auto": adaptive concurrency
     rpm: int = 0
@@ -326,7 +356,8 @@ def resolve_settings(flags: Mapping[str, Any], environ: Mapping[str, str]) -> Se
             "(it is a compute input the manifest records)"
         )
     endpoints = tuple(flags.get("endpoints") or ()) or ((values["url"],) if values["url"] else ())
-    if not endpoints and not flags.get("dry_run"):
+    _check_replay(values)
+    if not endpoints and not flags.get("dry_run") and values["replay"] != "strict":
         raise UsageError(
             "TAGURU_EXTRACT_URL is not set — export your OpenAI-compatible endpoint, e.g. "
             "TAGURU_EXTRACT_URL=http://127.0.0.1:8000/v1/chat/completions"
@@ -382,6 +413,20 @@ def _resolve_knob(
             "taguru-ray — remove it to run"
         )
     return value
+
+
+def _check_replay(values: Mapping[str, Any]) -> None:
+    """--replay and --resume-from (ADR 0031, #822): one or the other, and strict is offline."""
+    if values["resume_from"] is not None and values["replay"] != "off":
+        raise UsageError(
+            "--resume-from and --replay cannot both be given — --resume-from already selects "
+            "a --replay mode"
+        )
+    if values["replay"] == "strict" and values["structured_output"] == "auto":
+        raise UsageError(
+            "--replay strict with --structured-output auto: the auto probe needs a live call — "
+            "pin the rung the recording used (its attempts' `rung` field names it)"
+        )
 
 
 def _check_source_flags(flags: Mapping[str, Any]) -> None:

@@ -20,7 +20,6 @@ ERROR_PREFIX = "taguru-ray: extract: "
 
 # Flags of later features: refused with "not supported yet" until they are built.
 UNBUILT_FLAGS = {
-    "--steps": "the step table (--steps)",
     "--carryover": "entity carryover between chunks (--carryover)",
     "--gleanings": "gleaning passes (--gleanings)",
 }
@@ -97,7 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
     add("--schema", action=_Once, metavar="FILE")
     add("--replay", action=_Once, metavar="MODE")
     add("--replay-from", dest="replay_from", action=_Once, metavar="DIR")
-    add("--resume-from", dest="resume_from", action=_Once, metavar="STEP")
+    add(
+        "--resume-from",
+        dest="resume_from",
+        action=_Once,
+        metavar="STEP",
+        help="redo segments, satisfying the steps before STEP from the attempts log",
+    )
+    add("--steps", action="store_true", help="print the pipeline's step table and exit")
     ray = parser.add_argument_group("Ray and scale")
     ray.add_argument("--address", action=_Once, help="a Ray cluster to join (default: start one)")
     ray.add_argument(
@@ -191,6 +197,11 @@ def main(argv: Sequence[str]) -> int:
     from taguru_ray.settings import resolve_settings
 
     flags = parse_flags(argv)
+    if flags.pop("steps", False):
+        from taguru_ray.pipeline.steps import render_table
+
+        print(render_table())
+        return 0
     try:
         settings = resolve_settings(flags, os.environ)
         from taguru_ray.engine.driver import Console, extract

@@ -44,7 +44,8 @@ def dry_run(settings: Settings, console: Console) -> int:
             console.err(f"{FAILURE_PREFIX}{source}: {scanned.refusal}")
             tally.failed += 1
             continue
-        if not settings.force and manifest.unchanged(source, scanned.inputs, existing):
+        skippable = not settings.force and not settings.bypasses_store
+        if skippable and manifest.unchanged(source, scanned.inputs, existing):
             console.out(skip_line(source))
             tally.unchanged += 1
             continue

@@ -423,6 +423,8 @@ def _attempt_record(
     record: Record = {"type": "attempt", "run_id": policy.run_id, "attempt_seq": seq}
     if corrects is not None:
         record["corrects"] = corrects
+    if completion.replayed_from is not None:
+        record["replayed_from"] = completion.replayed_from
     removed: list[Any] = [r.text for r in (*verdict.removed, *verdict.dropped)]
     record.update(
         piece_id=spec.piece_id,

@@ -143,7 +143,8 @@ class ExtractRun:
             if scanned.refusal or scanned.inputs is None or scanned.data is None:
                 await self._failed_before_start(index, source, scanned.refusal or "unreadable")
                 continue
-            if not settings.force and self.manifest.unchanged(source, scanned.inputs, existing):
+            skippable = not settings.force and not settings.bypasses_store
+            if skippable and self.manifest.unchanged(source, scanned.inputs, existing):
                 self.tally.unchanged += 1
                 self.report.add(index, [("out", skip_line(source))])
                 await self.window.finish(

@@ -33,6 +33,7 @@ from taguru_ray.engine.piece import (
     move_record,
     run_round,
 )
+from taguru_ray.engine.replay import Replayer, settings_differences
 from taguru_ray.engine.report import (
     FAILURE_PREFIX,
     chunk_prefix,
@@ -162,6 +163,7 @@ class Model:
     next_seq: NextSeq
     claims: ClaimsLookup = no_claims
     rung: RungPort = field(default_factory=lambda: FixedRung(None))
+    replay: Replayer | None = None  # --replay / --resume-from: recorded answers first
 
 
 @dataclass
@@ -178,6 +180,7 @@ class _Run:
     recorder: SegmentRecorder
     model: Model
     notes: list[str] = field(default_factory=list)
+    pinned_from: str | None = None
     system_logged: bool = False
     completions: int = 0
     failures: dict[int, tuple[Piece, str]] = field(default_factory=dict)  # chunk -> innermost
@@ -257,22 +260,23 @@ async def extract_segment(
         return outcome
     inputs = compute_inputs(settings, segment.sha256, job.written_id, output_name(job.source))
     fingerprint = checkpoint_fingerprint(settings, segment.sha256)
-    resume, note = recorder.load(fingerprint, discard=settings.force)
+    # Replay and --resume-from read no checkpoint: a cached unit was validated under
+    # whichever rules ran then, which is what a replay after a rule change must not reuse.
+    resume, note = recorder.load(fingerprint, discard=settings.force or settings.bypasses_store)
     if note:
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {note}")
     chunks = plan_chunks(segment.paragraphs, settings.chunk_bytes)
-    run = _Run(
-        job,
-        settings,
-        run_id,
-        segment,
-        chunks,
-        system_prompt(job.vocabulary),
-        resume,
-        recorder,
-        model,
-    )
-    await recorder.begin(await _head_records(run), fresh=not resume.units)
+    system, pinned_from, pin_notes = _system_for(job, settings, model)
+    outcome.notes.extend(f"{FAILURE_PREFIX}{job.source}: {n}" for n in pin_notes)
+    run = _Run(job, settings, run_id, segment, chunks, system, resume, recorder, model)
+    run.pinned_from = pinned_from
+    head = await _head_records(run)
+    await recorder.begin(head, fresh=not resume.units and model.replay is None)
+    if model.replay is not None:
+        outcome.notes.extend(
+            f"{FAILURE_PREFIX}{job.source}: settings differ from the recorded run: {difference}"
+            for difference in settings_differences(model.replay.book.settings, head[1])
+        )
     await recorder.sidecar([chunk_record(chunk, job.source) for chunk in chunks])
     pieces = await _run_chunks(run)
     if not run.failures and not run.interrupted and not settings.lossy:
@@ -307,6 +311,16 @@ async def extract_segment(
     await recorder.sidecar(
         [{"type": "segment", "source": job.source, **outcome.counts, "batch_path": run.batch_path}]
     )
+    if model.replay is not None:
+        replayer = model.replay
+        total = replayer.replayed + replayer.went_live
+        await recorder.log(
+            {"type": "replay_summary", "replayed": replayer.replayed, "live": replayer.went_live}
+        )
+        outcome.notes.append(
+            f"{FAILURE_PREFIX}{job.source}: replayed {replayer.replayed}/"
+            f"{total} completions ({replayer.went_live} live)"
+        )
     outcome.status = "written"
     outcome.inputs = inputs
     outcome.report = report_line(
@@ -327,7 +341,7 @@ async def _head_records(run: _Run) -> list[Record]:
     settings_record: Record = {"type": "settings", **settings_record_fields(run.settings)}
     if run.ladder.engaged:
         settings_record["rung"] = await run.model.rung.current()
-    return [
+    records = [
         {
             "type": "segment",
             "run_id": run.run_id,
@@ -337,6 +351,44 @@ async def _head_records(run: _Run) -> list[Record]:
         },
         settings_record,
     ]
+    if run.model.replay is not None:
+        records.append(
+            {
+                "type": "replay",
+                "mode": run.model.replay.mode,
+                "replay_from": run.settings.replay_dir(),
+            }
+        )
+    return records
+
+
+def _system_for(
+    job: SegmentJob, settings: Settings, model: Model
+) -> tuple[str, str | None, list[str]]:
+    """The system prompt to send: this run's, or the recording's when replay pins it."""
+    system = system_prompt(job.vocabulary)
+    if model.replay is None or not settings.pin_system:
+        return system, None, []
+    book = model.replay.book
+    pinned = book.pinned_system()
+    if pinned is None:
+        if len(book.systems) > 1:
+            return (
+                system,
+                None,
+                [
+                    f"the recorded log names {len(book.systems)} system prompts — not pinning one; "
+                    "this run's is sent"
+                ],
+            )
+        return system, None, []
+    content, recorded_run = pinned
+    notes = []
+    if content != system:
+        notes.append(
+            "the recorded system prompt differs from this run's — replaying with the recorded one"
+        )
+    return content, recorded_run, notes
 
 
 def _state_from_unit(chunk: Chunk, unit: Record) -> PieceState:
@@ -576,6 +628,7 @@ def _write(run: _Run, pieces: list[PieceState]) -> tuple[Extraction, bytes, byte
         run.batch_path,
         system_sha256(run.system),
         run.job.vocabulary,
+        run.pinned_from,
     )
     trace = trace_records(
         facts, run.chunks, pieces, run.segment.paragraphs, extraction, rendered.items

@@ -11,17 +11,21 @@ endpoint.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from typing import Any
 
+import fsspec
 import httpx
 import ray
 
+from taguru_ray.contract.names import attempts_name
 from taguru_ray.contract.records import Record
 from taguru_ray.engine import metrics
 from taguru_ray.engine.recorder import StoreRecorder
+from taguru_ray.engine.replay import ReplayBook, Replayer
 from taguru_ray.engine.segment import Model, SegmentJob, SegmentOutcome, extract_segment
-from taguru_ray.llm.client import ChatClient
+from taguru_ray.llm.client import ChatClient, Completion, CompletionRequest
 from taguru_ray.llm.gateway import GatewayAdmission, GatewayRung
 from taguru_ray.settings import Settings
 from taguru_ray.store.logs import Sidecar
@@ -100,12 +104,18 @@ class SegmentWorker:
                 return {}
             return await self._ledger.lookups.remote(queries, job.claims_upto)
 
+        live = self._chat().complete if self._settings.endpoints else None
         model = Model(
-            self._chat().complete,
+            live or _no_endpoint,
             self._admission.next_attempt_seq,
             claims,
             GatewayRung(self._gateway),
         )
+        mode = self._settings.replay_mode
+        if mode != "off":
+            book = await asyncio.to_thread(_read_book, self._settings.replay_dir(), job.source)
+            replayer = Replayer(book, mode, live)
+            model = dataclasses.replace(model, complete=replayer.complete, replay=replayer)
         try:
             return await extract_segment(job, self._settings, self._run_id, model, recorder)
         finally:
@@ -114,6 +124,20 @@ class SegmentWorker:
             # record this segment sent must have landed by then.
             if pending:
                 await asyncio.gather(*pending)
+
+
+async def _no_endpoint(request: CompletionRequest) -> Completion:
+    return Completion("transport", error="no endpoint is configured (TAGURU_EXTRACT_URL)")
+
+
+def _read_book(folder: str, source: str) -> ReplayBook:
+    """The segment's recorded attempts log under --replay-from (empty when there is none)."""
+    path = folder.rstrip("/") + "/" + attempts_name(source)
+    try:
+        with fsspec.open(path, "rb") as handle:
+            return ReplayBook.read(handle.read().decode("utf-8", errors="replace"))
+    except FileNotFoundError:
+        return ReplayBook()
 
 
 class Metered:

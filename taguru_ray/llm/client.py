@@ -57,6 +57,7 @@ class Completion:
     error: str | None = None
     status: int | None = None
     attempt_seq: int | None = None  # numbered by admission control at the first try
+    replayed_from: dict[str, Any] | None = None  # the recorded attempt this answer came from
     extra: dict[str, Any] = field(default_factory=dict)
 
 

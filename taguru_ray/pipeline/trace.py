@@ -30,6 +30,7 @@ class SegmentFacts:
     batch_path: str
     system_sha256: str
     vocabulary: tuple[LabelUse, ...]
+    pinned_from: str | None = None  # the run a replay pinned the system prompt from
 
 
 def chunk_record(chunk: Chunk, source: str | None = None) -> Record:
@@ -70,6 +71,7 @@ def trace_records(
             "chunk_index": None,
             "candidates": [],
             "system_sha256": facts.system_sha256,
+            **({"pinned_from": facts.pinned_from} if facts.pinned_from else {}),
             "vocabulary": [use.to_json() for use in facts.vocabulary],
             "context_names": [],
             "schema": None,

@@ -1,0 +1,152 @@
+"""Replaying a recorded run (ADR 0031): a recorded completion stands in for a live one.
+
+A request is matched by the exact conversation it would send — every turn's
+role and content, the system turn by its hash — plus its requested output
+cap, never by piece id or attempt number: a request whose content changed (a
+different rule, vocabulary or setting) is a different question and goes live
+under `auto`, or fails loudly under `strict`. The recorded answer is served
+with `replayed_from` naming the original attempt, near-zero time, and the
+original's tokens restated.
+
+The system prompt is pinned from the segment's own log when it names exactly
+one distinct system record, so replaying segment *i* does not depend on the
+label vocabulary this run happened to fold from earlier segments.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from taguru_ray.contract.records import Record
+from taguru_ray.llm.client import Completion, CompletionRequest
+
+Key = tuple[tuple[tuple[str, str], ...], int | None]
+LIVE_STATES = {"timeout", "transport"}  # no answer arrived: nothing to serve
+
+
+def conversation_key(messages: list[dict[str, Any]], max_tokens: int | None) -> Key:
+    """The match key: (role, content) per turn — a system turn by its sha256 — and the cap."""
+    turns = []
+    for message in messages:
+        if message.get("role") == "system":
+            digest = (
+                message.get("system_sha256")
+                or hashlib.sha256(str(message.get("content", "")).encode("utf-8")).hexdigest()
+            )
+            turns.append(("system", str(digest)))
+        else:
+            turns.append((str(message.get("role")), str(message.get("content"))))
+    return tuple(turns), max_tokens
+
+
+@dataclass
+class ReplayBook:
+    """One segment's recorded completions, read from its attempts log."""
+
+    answers: dict[Key, Record] = field(default_factory=dict)
+    systems: dict[str, str] = field(default_factory=dict)  # sha256 -> content
+    system_runs: dict[str, str] = field(default_factory=dict)  # sha256 -> run_id recorded in
+    settings: Record | None = None  # the last settings record
+    unreadable_lines: int = 0
+
+    @staticmethod
+    def read(text: str) -> ReplayBook:
+        book = ReplayBook()
+        run_id = ""
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                book.unreadable_lines += 1  # a torn last line of a killed run
+                continue
+            kind = record.get("type")
+            if kind == "segment":
+                run_id = str(record.get("run_id", ""))
+            elif kind == "settings":
+                book.settings = record
+            elif kind == "system" and isinstance(record.get("content"), str):
+                digest = str(record.get("sha256"))
+                book.systems.setdefault(digest, record["content"])
+                book.system_runs.setdefault(digest, run_id)
+            elif kind == "attempt" and record.get("state") not in LIVE_STATES:
+                key = conversation_key(
+                    record.get("messages") or [], record.get("requested_max_tokens")
+                )
+                book.answers[key] = record  # the latest recording of a conversation wins
+        return book
+
+    def pinned_system(self) -> tuple[str, str] | None:
+        """(content, run_id) when the log names exactly one system prompt."""
+        if len(self.systems) != 1:
+            return None
+        [(digest, content)] = self.systems.items()
+        return content, self.system_runs.get(digest, "")
+
+
+@dataclass
+class Replayer:
+    """The model port under --replay: recorded answers first, live calls by mode."""
+
+    book: ReplayBook
+    mode: str  # auto | strict
+    live: Callable[[CompletionRequest], Awaitable[Completion]] | None
+    replayed: int = 0
+    went_live: int = 0
+
+    async def complete(self, request: CompletionRequest) -> Completion:
+        record = self.book.answers.get(conversation_key(request.messages, request.max_tokens))
+        if record is not None:
+            self.replayed += 1
+            return Completion(
+                outcome="answer",
+                text=record.get("answer"),
+                finish_reason=record.get("finish_reason"),
+                input_tokens=record.get("input_tokens"),
+                output_tokens=record.get("output_tokens"),
+                total_tokens=record.get("total_tokens"),
+                elapsed_seconds=0.0,
+                replayed_from={
+                    "run_id": record.get("run_id"),
+                    "attempt_seq": record.get("attempt_seq"),
+                },
+            )
+        if self.mode == "strict" or self.live is None:
+            return Completion(
+                outcome="transport",
+                error="no recorded completion matches this conversation (--replay strict): "
+                "the request changed since the recording, or was never made",
+            )
+        self.went_live += 1
+        return await self.live(request)
+
+
+def settings_differences(recorded: Record | None, current: Record) -> list[str]:
+    """``fact_budget 0 → 3`` for every field the recorded settings record names differently."""
+    if recorded is None:
+        return []
+    return [
+        f"{key} {json.dumps(recorded[key], ensure_ascii=False)} → "
+        f"{json.dumps(value, ensure_ascii=False)}"
+        for key, value in current.items()
+        if key not in ("type",) and key in recorded and recorded[key] != value
+    ]
+
+
+# --resume-from STEP (#822): every name folds onto one of three behaviours.
+STEP_FOLD = {
+    **{
+        step: ("off", False)
+        for step in ("read", "structure", "plan", "overview", "annotate", "steer")
+    },
+    "prompt": ("auto", True),  # replay call's answers, never pin the conversation
+    **{
+        step: ("auto", False)
+        for step in ("call", "parse", "validate", "reconcile", "merge", "render", "verify")
+    },
+}
