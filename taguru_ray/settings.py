@@ -161,10 +161,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("diagnostics_raw_bytes", None, "TAGURU_EXTRACT_DIAGNOSTICS_RAW_BYTES",
          _int_at_least(0), 0),
     # Not built yet: accepted at their default, refused otherwise.
-    Knob("fact_budget", "--fact-budget", "TAGURU_EXTRACT_FACT_BUDGET", _int_at_least(0), 0,
-         **_NOT_BUILT, what="--fact-budget"),
-    Knob("questions", "--questions", None, _int_between(1, 8), 0,
-         **_NOT_BUILT, what="--questions (doc2query)"),
+    Knob("fact_budget", "--fact-budget", "TAGURU_EXTRACT_FACT_BUDGET", _int_at_least(0), 0),
+    Knob("questions", "--questions", None, _int_between(1, 8), 0),
     Knob("structured_output", "--structured-output", "TAGURU_EXTRACT_STRUCTURED_OUTPUT",
          _choice("auto", "json-schema", "json-object", "off"), "off"),
     Knob("max_output_tokens", "--max-output-tokens", "TAGURU_EXTRACT_MAX_OUTPUT_TOKENS",
@@ -483,6 +481,11 @@ def _check_source_flags(flags: Mapping[str, Any]) -> None:
     if flags.get("no_passage") and (flags.get("date") or tags):
         raise UsageError(
             "--date/--tag ride the passage line; --no-passage strips it — drop one or the other"
+        )
+    if flags.get("no_passage") and flags.get("questions"):
+        raise UsageError(
+            "--questions needs the passage (--no-passage strips the text the questions would "
+            "attach to)"
         )
 
 

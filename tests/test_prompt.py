@@ -1,5 +1,5 @@
 from taguru_ray.pipeline.prompt import Conversation, replay_of, system_prompt, user_turn
-from taguru_ray.pipeline.steer import LabelUse
+from taguru_ray.pipeline.steer import LabelUse, Steering
 
 
 def test_user_turn_names_the_input_path_and_the_part() -> None:
@@ -8,11 +8,25 @@ def test_user_turn_names_the_input_path_and_the_part() -> None:
 
 
 def test_system_prompt_offers_the_vocabulary_only_when_there_is_one() -> None:
-    plain = system_prompt(())
-    steered = system_prompt((LabelUse("uses", 2), LabelUse("part of", 1)))
+    plain = system_prompt(Steering())
+    steered = system_prompt(Steering((LabelUse("uses", 2), LabelUse("part of", 1))))
     assert "- uses (×2)\n- part of" in steered
     assert "(×" not in plain
     assert steered.startswith(plain)
+
+
+def test_questions_and_the_fact_budget_change_the_rules_and_the_answer_shape() -> None:
+    plain = system_prompt(Steering())
+    asked = system_prompt(Steering(questions=3, fact_budget=12))
+    assert "up to 3 retrieval question(s) per paragraph" in asked
+    assert "at most 12 associations" in asked
+    assert '"questions": [{"paragraph": 0, "question": "…"}]' in asked
+    assert '"questions"' not in plain and "retrieval question" not in plain
+
+
+def test_optional_blocks_follow_the_vocabulary_in_order() -> None:
+    text = system_prompt(Steering((LabelUse("uses", 1),), blocks=("BLOCK A", "", "BLOCK B")))
+    assert text.index("- uses") < text.index("BLOCK A") < text.index("BLOCK B")
 
 
 def test_corrective_conversation_replays_only_the_latest_answer() -> None:

@@ -60,7 +60,7 @@ from taguru_ray.pipeline.reconcile import (
     stage2_issues,
 )
 from taguru_ray.pipeline.render import HeaderFields, render
-from taguru_ray.pipeline.steer import Contribution, LabelUse
+from taguru_ray.pipeline.steer import Contribution, LabelUse, Steering
 from taguru_ray.pipeline.trace import SegmentFacts, chunk_record, trace_records
 from taguru_ray.pipeline.validate import PieceOutput, Rules
 from taguru_ray.settings import (
@@ -362,11 +362,16 @@ async def _head_records(run: _Run) -> list[Record]:
     return records
 
 
+def steering_for(job: SegmentJob, settings: Settings) -> Steering:
+    """The steer step's output for one segment: what taguru-ray offers the model."""
+    return Steering(job.vocabulary, settings.questions, settings.fact_budget)
+
+
 def _system_for(
     job: SegmentJob, settings: Settings, model: Model
 ) -> tuple[str, str | None, list[str]]:
     """The system prompt to send: this run's, or the recording's when replay pins it."""
-    system = system_prompt(job.vocabulary)
+    system = system_prompt(steering_for(job, settings))
     if model.replay is None or not settings.pin_system:
         return system, None, []
     book = model.replay.book

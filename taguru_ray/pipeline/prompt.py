@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from taguru_ray.pipeline.steer import LabelUse, render_vocabulary
+from taguru_ray.pipeline.steer import Steering, render_vocabulary
 
 Message = dict[str, str]
 
@@ -44,22 +44,52 @@ spelling, "canonical": the name as used in your associations, "kind": \
 canonical must be a name your associations use; an alias spelling must not be \
 one of them.
 - A part that states nothing extractable gets empty lists. That is a correct \
-answer, not a failure.
+answer, not a failure."""
 
+_ANSWER_SHAPE = """\
 Answer with exactly one JSON object and nothing else — no prose, no code fence:
 {"associations": [{"subject": "…", "label": "…", "object": "…", "weight": 1.0, \
 "paragraph": 0}], "aliases": [{"alias": "…", "canonical": "…", "kind": "concept"}]}"""
+
+_ANSWER_SHAPE_WITH_QUESTIONS = """\
+Answer with exactly one JSON object and nothing else — no prose, no code fence:
+{"associations": [{"subject": "…", "label": "…", "object": "…", "weight": 1.0, \
+"paragraph": 0}], "aliases": [{"alias": "…", "canonical": "…", "kind": "concept"}], \
+"questions": [{"paragraph": 0, "question": "…"}]}"""
 
 _VOCABULARY_HEAD = """\
 Relation labels this run already uses, most used first; (×N) counts the uses. \
 Reuse one whenever it says what you mean, and mint a new label only when none does:"""
 
 
-def system_prompt(vocabulary: tuple[LabelUse, ...]) -> str:
-    """The system turn: the rules, then the label vocabulary when there is one."""
-    parts = [_RULES]
-    if vocabulary:
-        parts.append(_VOCABULARY_HEAD + "\n" + render_vocabulary(vocabulary))
+def _questions_rule(n: int) -> str:
+    return (
+        f"- Also propose up to {n} retrieval question(s) per paragraph: questions the "
+        "paragraph answers, phrased the way a person would type them into a search box, in "
+        "the segment's language and kept away from the paragraph's own wording. Tag each "
+        'with "paragraph": the number of the paragraph that answers it.'
+    )
+
+
+def _fact_budget_rule(n: int) -> str:
+    return (
+        f"- Keep this part's answer to at most {n} associations in all: the most important "
+        "facts first."
+    )
+
+
+def system_prompt(steering: Steering) -> str:
+    """The system turn: the rules (with the questions and budget asks when on), then each
+    steering block taguru-ray offers, in a fixed order, each only when it has content."""
+    rules = _RULES
+    if steering.questions:
+        rules += "\n" + _questions_rule(steering.questions)
+    if steering.fact_budget:
+        rules += "\n" + _fact_budget_rule(steering.fact_budget)
+    parts = [rules, _ANSWER_SHAPE_WITH_QUESTIONS if steering.questions else _ANSWER_SHAPE]
+    if steering.vocabulary:
+        parts.append(_VOCABULARY_HEAD + "\n" + render_vocabulary(steering.vocabulary))
+    parts.extend(block for block in steering.blocks if block)
     return "\n\n".join(parts)
 
 

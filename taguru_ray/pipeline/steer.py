@@ -85,6 +85,20 @@ class LabelLedger:
         return tuple(LabelUse(label, count) for label, count in ordered[:cap])
 
 
+@dataclass(frozen=True)
+class Steering:
+    """Everything taguru-ray puts into a segment's system prompt besides the rules.
+
+    `blocks` are the rendered optional blocks in prompt order (the context's
+    names, the schema, the candidates, the carryover), each empty when off.
+    """
+
+    vocabulary: tuple[LabelUse, ...] = ()
+    questions: int = 0
+    fact_budget: int = 0
+    blocks: tuple[str, ...] = ()
+
+
 def render_vocabulary(vocabulary: tuple[LabelUse, ...]) -> str:
     """The prompt lines of the label block; ``(×N)`` marks a label used more than once."""
     return "\n".join(

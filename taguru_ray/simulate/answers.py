@@ -116,9 +116,19 @@ def first_user_turn(messages: Iterable[Mapping[str, Any]]) -> str | None:
 
 
 def answer(messages: Sequence[Mapping[str, Any]]) -> str:
-    """The extraction for a conversation, as compact JSON text."""
+    """The extraction for a conversation, as compact JSON text.
+
+    When the system turn asks for retrieval questions ("up to N retrieval
+    question(s) per paragraph", taguru-ray's --questions wording), the answer
+    carries that many per paragraph, each naming one of the paragraph's names.
+    """
     turn = first_user_turn(messages)
-    return EMPTY_ANSWER if turn is None else answer_for_turn(turn)
+    if turn is None:
+        return EMPTY_ANSWER
+    system = next((content_text(m.get("content")) for m in messages
+                   if m.get("role") == "system"), "")
+    asked = _QUESTIONS_ASK.search(system)
+    return answer_for_turn(turn, int(asked.group(1)) if asked else 0)
 
 
 def blocks_of(user_turn: str) -> list[Block]:
@@ -150,9 +160,10 @@ def blocks_of(user_turn: str) -> list[Block]:
 # Cached because the server sees the same chunk many times (retries,
 # corrective turns, benchmarks); the function is pure, so caching is safe.
 @functools.lru_cache(maxsize=4096)
-def answer_for_turn(user_turn: str) -> str:
+def answer_for_turn(user_turn: str, questions_per_paragraph: int = 0) -> str:
     """The extraction for one user turn, as compact JSON text."""
     associations: list[dict[str, Any]] = []
+    questions: list[dict[str, Any]] = []
     seen: set[tuple[str, str, str]] = set()
     candidates: list[tuple[str, str]] = []
     for block in blocks_of(user_turn):
@@ -176,6 +187,10 @@ def answer_for_turn(user_turn: str) -> str:
             )
             emitted += 1
         candidates.extend(aliases)
+        questions.extend(
+            {"paragraph": block.paragraph, "question": _question(name)}
+            for name in names[:questions_per_paragraph]
+        )
     used = {a["subject"] for a in associations} | {a["object"] for a in associations}
     aliases_out: list[dict[str, str]] = []
     claimed: set[str] = set()
@@ -183,8 +198,17 @@ def answer_for_turn(user_turn: str) -> str:
         if canonical in used and alias not in used and alias not in claimed:
             claimed.add(alias)
             aliases_out.append({"alias": alias, "canonical": canonical, "kind": "concept"})
-    out = {"associations": associations, "aliases": aliases_out, "questions": []}
+    out = {"associations": associations, "aliases": aliases_out, "questions": questions}
     return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+
+
+_QUESTIONS_ASK = re.compile(r"up to (\d+) retrieval question")
+
+
+def _question(name: str) -> str:
+    if any(ord(char) > 0x2E80 for char in name):
+        return f"{name}とは何ですか?"
+    return f"What is {name} for?"
 
 
 def names_in(text: str) -> list[str]:

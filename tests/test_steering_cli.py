@@ -1,0 +1,83 @@
+"""What taguru-ray puts into the prompt, end to end: questions, the fact budget, and more."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from taguru_ray.contract.names import attempts_name, output_name
+from taguru_ray.contract.source_file import parse_source_file
+from tests.support import CONTEXT, REPO, Cli
+
+pytestmark = pytest.mark.slow
+
+
+def corpus(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    shutil.copytree(REPO / "examples" / "corpus", folder)
+    return folder
+
+
+def extract(cli: Cli, out: Path, docs: Path, *extra: str, **env: str) -> Any:
+    return cli.extract(
+        "--context",
+        CONTEXT,
+        "--out",
+        str(out),
+        "--chunk-bytes",
+        "1024",
+        *extra,
+        str(docs),
+        env=cli.env(**env),
+    )
+
+
+def system_of(out: Path, source: str) -> str:
+    log = out / ".extract-trace" / attempts_name(source)
+    return next(
+        json.loads(line)["content"]
+        for line in log.read_text().splitlines()
+        if json.loads(line)["type"] == "system"
+    )
+
+
+def test_questions_ride_the_extraction_call_and_land_as_question_lines(
+    cli: Cli, tmp_path: Path
+) -> None:
+    docs, out = corpus(tmp_path), tmp_path / "out"
+    result = extract(cli, out, docs, "--questions", "2")
+    assert result.returncode == 0, result.stderr
+    sake = str(docs / "03-sake-brewing.md")
+    parsed = parse_source_file((out / output_name(sake)).read_bytes())
+    per_paragraph: dict[int, int] = {}
+    for question in parsed.questions:
+        per_paragraph[question.paragraph] = per_paragraph.get(question.paragraph, 0) + 1
+    assert parsed.questions and max(per_paragraph.values()) <= 2
+    line = next(x for x in result.stdout.splitlines() if x.startswith(sake))
+    assert f", {len(parsed.questions)} question(s)" in line
+    assert "up to 2 retrieval question(s) per paragraph" in system_of(out, sake)
+    cli.simulator.reset()
+    assert extract(cli, out, docs, "--questions", "3").returncode == 0
+    assert cli.simulator.stats()["requests"] > 0  # a compute input: changing it re-extracts
+    refused = extract(cli, tmp_path / "np", docs, "--questions", "2", "--no-passage")
+    assert refused.returncode == 2 and "--questions needs the passage" in refused.stderr
+
+
+def test_the_fact_budget_is_a_soft_ask_in_the_prompt_and_a_compute_input(
+    cli: Cli, tmp_path: Path
+) -> None:
+    docs, out = corpus(tmp_path), tmp_path / "out"
+    assert extract(cli, out, docs).returncode == 0
+    ray_doc = str(docs / "01-ray-overview.md")
+    assert "at most" not in system_of(out, ray_doc)
+    cli.simulator.reset()
+    result = extract(cli, out, docs, TAGURU_EXTRACT_FACT_BUDGET="4")
+    assert result.returncode == 0 and cli.simulator.stats()["requests"] > 0
+    assert "at most 4 associations" in system_of(out, ray_doc)
+    cli.simulator.reset()
+    flag = extract(cli, out, docs, "--fact-budget", "4")  # the flag means the same value
+    assert flag.returncode == 0 and cli.simulator.stats()["requests"] == 0
