@@ -173,6 +173,8 @@ KNOBS: tuple[Knob, ...] = (
          _choice("off", "structure", "overview", "ingested"), "off",
          **_NOT_BUILT, what="--chunk-context"),
     Knob("lossy", "--lossy", "TAGURU_EXTRACT_LOSSY", _boolish, False),
+    Knob("carryover", "--carryover", "TAGURU_EXTRACT_CARRYOVER", _int_at_least(0), 0),
+    Knob("gleanings", "--gleanings", "TAGURU_EXTRACT_GLEANINGS", _int_at_least(0), 0),
     Knob("candidates", "--candidates", "TAGURU_EXTRACT_CANDIDATES", _boolish, False,
          **_NOT_BUILT, what="--candidates"),
     Knob("redact", "--redact", "TAGURU_EXTRACT_REDACT", _redact, "",
@@ -271,6 +273,8 @@ class Settings:
         return self.out.rstrip("/") + "/.extract-trace"
 
     segment_window: int = 8
+    carryover: int = 0  # seed 002: names from earlier chunks offered to later ones
+    gleanings: int = 0  # seed 002: extra "what did you miss" passes per chunk
     max_inflight: int | str = 32  # or "auto": adaptive concurrency
     rpm: int = 0
     tpm: int = 0
@@ -525,6 +529,10 @@ def checkpoint_fingerprint(settings: Settings, segment_sha256: str) -> dict[str,
         "candidates": "seg1" if settings.candidates else "",
         "redaction": "",
         "vocabulary_digest": "",
+        # taguru-ray's own inputs (seed 002): present only when on, so every entry a
+        # default run writes stays the reference's, field for field.
+        **({"carryover": settings.carryover} if settings.carryover else {}),
+        **({"gleanings": settings.gleanings} if settings.gleanings else {}),
     }
 
 
@@ -554,6 +562,8 @@ MANIFEST_FIELDS = (
     "candidates",
     "redaction",
     "vocabulary_digest",
+    "carryover",
+    "gleanings",
     "source_id",
     "date",
     "tags",
@@ -572,7 +582,7 @@ def compute_inputs(
         tags=list(settings.tags),
         output=output,
     )
-    return {key: fingerprint[key] for key in MANIFEST_FIELDS}
+    return {key: fingerprint[key] for key in MANIFEST_FIELDS if key in fingerprint}
 
 
 def settings_record_fields(settings: Settings) -> dict[str, Any]:

@@ -87,13 +87,6 @@ def test_unbuilt_features_are_refused_not_ignored() -> None:
     settings("--structured-output", "off")  # the default is fine
 
 
-def test_flags_of_later_features_exit_2_naming_them(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as caught:
-        parse_flags(["--gleanings", "2", "docs"])
-    assert caught.value.code == 2
-    assert "--gleanings" in capsys.readouterr().err
-
-
 def test_a_flag_given_twice_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         parse_flags(["--parallel", "2", "--parallel", "3", "docs"])

@@ -81,3 +81,36 @@ def test_the_fact_budget_is_a_soft_ask_in_the_prompt_and_a_compute_input(
     cli.simulator.reset()
     flag = extract(cli, out, docs, "--fact-budget", "4")  # the flag means the same value
     assert flag.returncode == 0 and cli.simulator.stats()["requests"] == 0
+
+
+def test_carryover_and_gleaning_counters_reach_the_report_and_the_sidecar(
+    cli: Cli, tmp_path: Path
+) -> None:
+    docs, out, sidecar = corpus(tmp_path), tmp_path / "out", tmp_path / "diag.jsonl"
+    result = extract(
+        cli, out, docs, "--carryover", "16", "--gleanings", "1", "--diagnostics-out", str(sidecar)
+    )
+    assert result.returncode == 0, result.stderr
+    long = str(docs / "02-object-storage-operations.md")
+    line = next(x for x in result.stdout.splitlines() if x.startswith(long))
+    assert " name(s) carried over" in line and " gleaning pass(es)" in line
+    segments = {
+        r["source"]: r
+        for r in map(json.loads, sidecar.read_text().splitlines())
+        if r["type"] == "segment"
+    }
+    assert segments[long]["carryover_names"] > 0 and segments[long]["gleaning_passes"] > 0
+
+
+def test_a_failing_gleaning_pass_still_yields_the_first_pass_file(cli: Cli, tmp_path: Path) -> None:
+    docs, out = corpus(tmp_path), tmp_path / "out"
+    plain = extract(cli, tmp_path / "plain", docs)
+    assert plain.returncode == 0
+    cli.simulator.set_script([{"match": "日本酒は米と米麹", "fault": "malformed", "after": 1}])
+    result = extract(cli, out, docs, "--gleanings", "1")
+    assert result.returncode == 0, result.stderr
+    sake = str(docs / "03-sake-brewing.md")
+    line = next(x for x in result.stdout.splitlines() if x.startswith(sake))
+    assert "1 gleaning pass(es), 1 failed" in line
+    name = output_name(sake)
+    assert (out / name).read_bytes() == (tmp_path / "plain" / name).read_bytes()

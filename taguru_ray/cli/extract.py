@@ -18,13 +18,6 @@ from taguru_ray.errors import EXIT_INTERRUPTED, TaguruRayError
 
 ERROR_PREFIX = "taguru-ray: extract: "
 
-# Flags of later features: refused with "not supported yet" until they are built.
-UNBUILT_FLAGS = {
-    "--carryover": "entity carryover between chunks (--carryover)",
-    "--gleanings": "gleaning passes (--gleanings)",
-}
-
-
 class _Once(argparse.Action):
     """Store a value, refusing a second occurrence of the same flag."""
 
@@ -104,6 +97,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="redo segments, satisfying the steps before STEP from the attempts log",
     )
     add("--steps", action="store_true", help="print the pipeline's step table and exit")
+    add(
+        "--carryover",
+        action=_Once,
+        metavar="N",
+        help="offer each chunk the last N names earlier chunks settled on (0 = off)",
+    )
+    add(
+        "--gleanings",
+        action=_Once,
+        metavar="N",
+        help="N more passes per chunk asking what the answer missed (0 = off)",
+    )
     ray = parser.add_argument_group("Ray and scale")
     ray.add_argument("--address", action=_Once, help="a Ray cluster to join (default: start one)")
     ray.add_argument(
@@ -181,13 +186,6 @@ def _normalise_redact(argv: Sequence[str]) -> list[str]:
 
 def parse_flags(argv: Sequence[str]) -> dict[str, Any]:
     parser = build_parser()
-    for token in argv:
-        flag = token.split("=", 1)[0]
-        if flag in UNBUILT_FLAGS:
-            parser.error(
-                f"{flag}: {UNBUILT_FLAGS[flag]} is not supported yet by this version of "
-                "taguru-ray — remove it to run"
-            )
     namespace = parser.parse_args(_normalise_redact(argv))
     return vars(namespace)
 

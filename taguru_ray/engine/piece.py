@@ -18,6 +18,7 @@ Ray-free and disk-free: the model and the records are ports.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -25,6 +26,7 @@ from typing import Any, Literal
 from taguru_ray.contract.records import Record, attempt_ref
 from taguru_ray.llm.client import Completion, CompletionRequest
 from taguru_ray.llm.ladder import LadderConfig, non_conformance, response_format
+from taguru_ray.pipeline.carryover import combine, glean_ask
 from taguru_ray.pipeline.mechanical import Offered, Removal, judge, lossy_pass
 from taguru_ray.pipeline.parse import Answer, parse_answer
 from taguru_ray.pipeline.plan import Piece
@@ -460,3 +462,80 @@ def _logged_message(message: dict[str, str]) -> dict[str, str]:
     if message["role"] == "system":
         return {"role": "system", "system_sha256": system_sha256(message["content"])}
     return {"role": message["role"], "content": message["content"]}
+
+
+@dataclass(frozen=True)
+class Gleaned:
+    accepted: Accepted
+    passes: int
+    failed: int
+
+
+async def glean(
+    spec: PieceSpec,
+    policy: LoopPolicy,
+    wire: Wire,
+    rung: str | None,
+    first: Accepted,
+    passes: int,
+) -> Gleaned:
+    """`--gleanings N` (seed 002): N more passes asking what the answer missed.
+
+    Each pass's answer is combined with the answer so far and judged whole, so
+    an edge between a first-pass name and a gleaned one resolves. A pass that
+    cannot land — no JSON, cut off, refused, a transport failure, or a combined
+    answer with issues — leaves the answer so far standing and is counted: a
+    failed gleaning never fails the piece.
+    """
+    current, failed = first, 0
+    for number in range(1, passes + 1):
+        parsed = parse_answer(current.answer)
+        if not isinstance(parsed, Answer):
+            failed += passes - number + 1
+            break
+        messages = [
+            *spec.conversation.base(),
+            {"role": "assistant", "content": current.answer},
+            {"role": "user", "content": glean_ask()},
+        ]
+        request = CompletionRequest(
+            messages,
+            max_tokens=policy.ladder.max_output_tokens if policy.ladder.engaged else None,
+            response_format=response_format(rung) if rung else None,
+        )
+        completion = await wire.complete(request)
+        seq = await _seq_of(completion, wire)
+        verdict = _judge(completion, spec, policy.lossy)
+        await wire.on_attempt(
+            _attempt_record(
+                spec,
+                policy,
+                "gleaning",
+                number,
+                seq,
+                current.attempt,
+                request,
+                completion,
+                verdict,
+                rung,
+            )
+        )
+        more = parse_answer(completion.text) if verdict.state == "stop_valid" else None
+        if not isinstance(more, Answer):
+            failed += 1
+            continue
+        combined = combine(parsed.value, more.value)
+        if policy.lossy:
+            output, dropped = lossy_pass(combined, spec.rules)
+            judged = Accepted(output, "", current.attempt, [], dropped)
+        else:
+            judgement = judge(combined, spec.rules, spec.haystack, spec.offered)
+            if judgement.issues:
+                failed += 1
+                continue
+            judged = Accepted(
+                judgement.output(spec.rules), "", current.attempt, judgement.removals, []
+            )
+        answer = json.dumps(combined, ensure_ascii=False, separators=(",", ":"))
+        current = Accepted(judged.output, answer, current.attempt, judged.removed, judged.dropped)
+    return Gleaned(current, passes, failed)

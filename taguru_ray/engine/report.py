@@ -100,6 +100,13 @@ def report_line(
         parts.append(f"{tally['removed']} item(s) removed (mechanical validation)")
     if tally["dropped"]:
         parts.append(f"{tally['dropped']} item(s) dropped{' (--lossy)' if lossy else ''}")
+    # taguru-ray's own counters (seed 002), only when their features are on.
+    if "carryover_names" in tally:
+        parts.append(f"{tally['carryover_names']} name(s) carried over")
+    if "gleaning_passes" in tally:
+        parts.append(f"{tally['gleaning_passes']} gleaning pass(es)")
+        if tally["failed_gleanings"]:
+            parts.append(f"{tally['failed_gleanings']} failed")
     return f"{source}: {', '.join(parts)} → {batch_path}"
 
 

@@ -13,6 +13,7 @@ completion came back first.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -30,6 +31,7 @@ from taguru_ray.engine.piece import (
     PieceSpec,
     Wire,
     correct_once,
+    glean,
     move_record,
     run_round,
 )
@@ -44,6 +46,7 @@ from taguru_ray.engine.report import (
 )
 from taguru_ray.llm.admission import Stopped
 from taguru_ray.llm.ladder import JSON_OBJECT, JSON_SCHEMA, LadderConfig
+from taguru_ray.pipeline.carryover import carried, render_carryover
 from taguru_ray.pipeline.mechanical import Removal
 from taguru_ray.pipeline.merge import Extraction, MergeInput, MergeRules, merge
 from taguru_ray.pipeline.plan import Chunk, Piece, piece_from_text, plan_chunks, split_cap
@@ -181,7 +184,12 @@ class _Run:
     model: Model
     notes: list[str] = field(default_factory=list)
     pinned_from: str | None = None
-    system_logged: bool = False
+    steering: Steering = field(default_factory=Steering)
+    chunk_systems: dict[int, str] = field(default_factory=dict)  # carryover: per-chunk prompts
+    carry: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+    logged_systems: set[str] = field(default_factory=set)
+    gleaning_passes: int = 0
+    failed_gleanings: int = 0
     completions: int = 0
     failures: dict[int, tuple[Piece, str]] = field(default_factory=dict)  # chunk -> innermost
     interrupted: bool = False  # the run is stopping: no new completion may start
@@ -212,10 +220,13 @@ class _Run:
         return PieceSpec(
             piece=piece,
             source=self.job.source,
-            conversation=Conversation(self.system, self.user(piece)),
+            conversation=Conversation(self.system_of(piece.index), self.user(piece)),
             rules=Rules(len(self.segment.paragraphs), self.settings.questions),
             haystack=Haystack(piece.text),
         )
+
+    def system_of(self, chunk_index: int) -> str:
+        return self.chunk_systems.get(chunk_index, self.system)
 
     def user(self, piece: Piece) -> str:
         return user_turn(self.job.source, piece.index, piece.total, piece.text)
@@ -266,10 +277,11 @@ async def extract_segment(
     if note:
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {note}")
     chunks = plan_chunks(segment.paragraphs, settings.chunk_bytes)
-    system, pinned_from, pin_notes = _system_for(job, settings, model)
+    steering = steering_for(job, settings)
+    system, pinned_from, pin_notes = _system_for(steering, settings, model)
     outcome.notes.extend(f"{FAILURE_PREFIX}{job.source}: {n}" for n in pin_notes)
     run = _Run(job, settings, run_id, segment, chunks, system, resume, recorder, model)
-    run.pinned_from = pinned_from
+    run.pinned_from, run.steering = pinned_from, steering
     head = await _head_records(run)
     await recorder.begin(head, fresh=not resume.units and model.replay is None)
     if model.replay is not None:
@@ -308,6 +320,11 @@ async def extract_segment(
     for note in await recorder.finish(source_bytes, trace_bytes):
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {note}")
     outcome.counts = counts(extraction, pieces)
+    if settings.carryover:
+        outcome.counts["carryover_names"] = sum(len(pairs) for pairs in run.carry.values())
+    if settings.gleanings:
+        outcome.counts["gleaning_passes"] = run.gleaning_passes
+        outcome.counts["failed_gleanings"] = run.failed_gleanings
     await recorder.sidecar(
         [{"type": "segment", "source": job.source, **outcome.counts, "batch_path": run.batch_path}]
     )
@@ -368,10 +385,10 @@ def steering_for(job: SegmentJob, settings: Settings) -> Steering:
 
 
 def _system_for(
-    job: SegmentJob, settings: Settings, model: Model
+    steering: Steering, settings: Settings, model: Model
 ) -> tuple[str, str | None, list[str]]:
     """The system prompt to send: this run's, or the recording's when replay pins it."""
-    system = system_prompt(steering_for(job, settings))
+    system = system_prompt(steering)
     if model.replay is None or not settings.pin_system:
         return system, None, []
     book = model.replay.book
@@ -425,13 +442,23 @@ def _unit_of(state: PieceState) -> Record:
 
 async def _run_chunks(run: _Run) -> list[PieceState]:
     """Every accepted piece, in chunk order (incomplete when a chunk failed)."""
-    slots = asyncio.Semaphore(run.settings.parallel)
+    # Carryover makes each chunk's prompt depend on the chunks before it: one at a time.
+    width = 1 if run.settings.carryover else run.settings.parallel
+    slots = asyncio.Semaphore(width)
     results: dict[int, list[PieceState]] = {}
 
     async def one(chunk: Chunk) -> None:
         async with slots:
             if run.failures or run.interrupted:
                 return  # no new claims once a chunk has failed, or the run stops
+            if run.settings.carryover:
+                earlier = [s.output for i in sorted(results) for s in results[i]]
+                pairs = carried(earlier, run.settings.carryover)
+                run.carry[chunk.index] = pairs
+                if pairs:
+                    blocks = (*run.steering.blocks, render_carryover(pairs))
+                    steering = dataclasses.replace(run.steering, blocks=blocks)
+                    run.chunk_systems[chunk.index] = system_prompt(steering)
             try:
                 results[chunk.index] = await _descend(run, chunk)
             except PieceFailed as failure:
@@ -452,12 +479,24 @@ async def _descend(run: _Run, piece: Piece) -> list[PieceState]:
         return await _descend_split(run, piece, run.resume.splits[piece.sha256])
     while True:
         rung = await run.model.rung.current() if run.ladder.engaged else None
-        await _log_system_once(run)
+        await _log_system_once(run, piece.index)
         try:
             result = await run_round(run.spec(piece), run.policy(), run.wire(piece), rung)
         except PieceFailed as failure:
             raise PieceFailed(str(failure), piece) from None
         if isinstance(result, Accepted):
+            if run.settings.gleanings:
+                gleaned = await glean(
+                    run.spec(piece),
+                    run.policy(),
+                    run.wire(piece),
+                    rung,
+                    result,
+                    run.settings.gleanings,
+                )
+                run.gleaning_passes += gleaned.passes
+                run.failed_gleanings += gleaned.failed
+                result = gleaned.accepted
             return [await _keep(run, piece, result)]
         if await _demoted(run, piece, result):
             continue  # the piece restarts at the ladder's top, on the lower rung
@@ -566,7 +605,7 @@ async def _reconcile(run: _Run, pieces: list[PieceState]) -> None:
         state = pieces[piece_index]
         rung = await run.model.rung.current() if run.ladder.engaged else None
         try:
-            await _log_system_once(run)
+            await _log_system_once(run, state.piece.index)
             corrected = await correct_once(
                 run.spec(state.piece),
                 run.policy(),
@@ -601,15 +640,18 @@ async def _reconcile(run: _Run, pieces: list[PieceState]) -> None:
     prune_claimed(pieces, await run.model.claims(claim_queries(pieces)))
 
 
-async def _log_system_once(run: _Run) -> None:
-    if not run.system_logged:
-        run.system_logged = True
+async def _log_system_once(run: _Run, chunk_index: int | None = None) -> None:
+    """A `system` record the first time each distinct system prompt is sent."""
+    system = run.system if chunk_index is None else run.system_of(chunk_index)
+    digest = system_sha256(system)
+    if digest not in run.logged_systems:
+        run.logged_systems.add(digest)
         await run.recorder.log(
             {
                 "type": "system",
-                "sha256": system_sha256(run.system),
-                "bytes": len(run.system.encode("utf-8")),
-                "content": run.system,
+                "sha256": digest,
+                "bytes": len(system.encode("utf-8")),
+                "content": system,
             }
         )
 
@@ -634,6 +676,8 @@ def _write(run: _Run, pieces: list[PieceState]) -> tuple[Extraction, bytes, byte
         system_sha256(run.system),
         run.job.vocabulary,
         run.pinned_from,
+        run.carry,
+        {i: system_sha256(text) for i, text in run.chunk_systems.items()},
     )
     trace = trace_records(
         facts, run.chunks, pieces, run.segment.paragraphs, extraction, rendered.items
@@ -666,8 +710,10 @@ def _failure_line(run: _Run, chunk_index: int) -> str:
         )
     pointers = []
     if run.recorder.attempts_log_exists():
+        from taguru_ray.tools.inspect import inspect_command  # the one spelling of the command
+
         log = join(run.settings.out, f"{TRACE}/{attempts_name(run.job.source)}")
-        pointers.append(f" — records: {log}")
+        pointers.append(f" — records: {log} ({inspect_command(log, piece.sha256)})")
     if run.recorder.sidecar_path:
         pointers.append(f"{',' if pointers else ' —'} diagnostics: {run.recorder.sidecar_path}")
     return line + "".join(pointers)

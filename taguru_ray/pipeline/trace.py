@@ -9,7 +9,7 @@ records alone.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from taguru_ray.contract.records import Record
@@ -31,6 +31,9 @@ class SegmentFacts:
     system_sha256: str
     vocabulary: tuple[LabelUse, ...]
     pinned_from: str | None = None  # the run a replay pinned the system prompt from
+    # --carryover: per chunk, the (name, type) pairs its system prompt carried
+    carryover: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
+    chunk_systems: dict[int, str] = field(default_factory=dict)  # chunk -> system sha256
 
 
 def chunk_record(chunk: Chunk, source: str | None = None) -> Record:
@@ -77,6 +80,17 @@ def trace_records(
             "schema": None,
         },
     ]
+    for index in sorted(facts.carryover):
+        records.append(
+            {
+                "type": "steering",
+                "chunk_index": index,
+                "system_sha256": facts.chunk_systems.get(index, facts.system_sha256),
+                "carryover": [
+                    {"name": name, "type": kind or None} for name, kind in facts.carryover[index]
+                ],
+            }
+        )
     records.extend(chunk_record(chunk) for chunk in chunks)
     by_index = {chunk.index: chunk for chunk in chunks}
     for state in pieces:

@@ -127,6 +127,9 @@ def answer(messages: Sequence[Mapping[str, Any]]) -> str:
         return EMPTY_ANSWER
     system = next((content_text(m.get("content")) for m in messages
                    if m.get("role") == "system"), "")
+    last = content_text(messages[-1].get("content")) if messages else ""
+    if messages[-1].get("role") == "user" and _GLEAN_ASK in last:
+        return gleaned_for_turn(turn)
     asked = _QUESTIONS_ASK.search(system)
     return answer_for_turn(turn, int(asked.group(1)) if asked else 0)
 
@@ -203,6 +206,21 @@ def answer_for_turn(user_turn: str, questions_per_paragraph: int = 0) -> str:
 
 
 _QUESTIONS_ASK = re.compile(r"up to (\d+) retrieval question")
+_GLEAN_ASK = "what you missed"  # taguru-ray's gleaning ask (--gleanings)
+
+
+@functools.lru_cache(maxsize=1024)
+def gleaned_for_turn(user_turn: str) -> str:
+    """A second pass's "what did I miss": the names two apart in each block, which the
+    first pass (consecutive names only) never paired."""
+    associations = []
+    for block in blocks_of(user_turn):
+        names = names_in(block.text)
+        for subject, obj in zip(names, names[2:], strict=False):
+            associations.append({"subject": subject, "label": _label(subject, obj),
+                                 "object": obj, "weight": 1.0, "paragraph": block.paragraph})
+    out = {"associations": associations[:8], "aliases": [], "questions": []}
+    return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
 
 
 def _question(name: str) -> str:
