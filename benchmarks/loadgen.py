@@ -30,6 +30,7 @@ from taguru_ray.llm.client import endpoint_url
 from taguru_ray.pipeline.plan import DEFAULT_CHUNK_BYTES, plan_chunks
 from taguru_ray.pipeline.prompt import Conversation, system_prompt, user_turn
 from taguru_ray.pipeline.read import read_segment
+from taguru_ray.pipeline.steer import Steering
 
 
 def request_bodies(
@@ -40,7 +41,7 @@ def request_bodies(
     Serialized once up front so the timed loop measures the wire, not json.dumps;
     that makes this the best case a client could reach.
     """
-    system = system_prompt(())
+    system = system_prompt(Steering())
     bodies: list[bytes] = []
     for source in sources:
         segment = read_segment(source, Path(source).read_bytes())

@@ -24,7 +24,8 @@ from taguru_ray.pipeline.plan import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
 
 # Our prompts are our own words, so our prompt version must never equal one the
 # reference writes: a manifest entry from `taguru extract` is not our answer.
-PROMPT_VERSION = 101
+# 102: the --schema block joined the prompt (seed 000: the version moves with it).
+PROMPT_VERSION = 102
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 TRUE_WORDS = {"1", "true", "yes", "on"}
@@ -175,18 +176,12 @@ KNOBS: tuple[Knob, ...] = (
     Knob("lossy", "--lossy", "TAGURU_EXTRACT_LOSSY", _boolish, False),
     Knob("carryover", "--carryover", "TAGURU_EXTRACT_CARRYOVER", _int_at_least(0), 0),
     Knob("gleanings", "--gleanings", "TAGURU_EXTRACT_GLEANINGS", _int_at_least(0), 0),
-    Knob("candidates", "--candidates", "TAGURU_EXTRACT_CANDIDATES", _boolish, False,
-         **_NOT_BUILT, what="--candidates"),
-    Knob("redact", "--redact", "TAGURU_EXTRACT_REDACT", _redact, "",
-         **_NOT_BUILT, what="--redact"),
-    Knob("redact_rules", "--redact-rules", "TAGURU_EXTRACT_REDACT_RULES", _text, None,
-         **_NOT_BUILT, what="--redact-rules"),
-    Knob("vocabulary", "--vocabulary", "TAGURU_EXTRACT_VOCABULARY", _text, None,
-         **_NOT_BUILT, what="--vocabulary"),
-    Knob("coverage", "--coverage", "TAGURU_EXTRACT_COVERAGE", _boolish, False,
-         **_NOT_BUILT, what="--coverage"),
-    Knob("schema", "--schema", "TAGURU_EXTRACT_SCHEMA", _text, None,
-         **_NOT_BUILT, what="--schema"),
+    Knob("candidates", "--candidates", "TAGURU_EXTRACT_CANDIDATES", _boolish, False),
+    Knob("redact", "--redact", "TAGURU_EXTRACT_REDACT", _redact, ""),
+    Knob("redact_rules", "--redact-rules", "TAGURU_EXTRACT_REDACT_RULES", _text, None),
+    Knob("vocabulary", "--vocabulary", "TAGURU_EXTRACT_VOCABULARY", _text, None),
+    Knob("coverage", "--coverage", "TAGURU_EXTRACT_COVERAGE", _boolish, False),
+    Knob("schema", "--schema", "TAGURU_EXTRACT_SCHEMA", _text, None),
     Knob("replay", "--replay", "TAGURU_EXTRACT_REPLAY", _choice("auto", "strict", "off"), "off"),
     Knob("replay_from", "--replay-from", "TAGURU_EXTRACT_REPLAY_FROM", _text, None),
     Knob("resume_from", "--resume-from", None, _step, None),
@@ -286,6 +281,12 @@ class Settings:
     # What fsspec/s3fs read from the environment (credentials, endpoint, region),
     # carried to the workers, which may run on other nodes. Never printed.
     storage_env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    # What --vocabulary/--schema hash to, filled once the driver has read them
+    # (store/run_inputs.py): the fingerprints bind the content, never the path.
+    schema_digest: str = ""
+    vocabulary_digest: str = ""
+    ingested_digest: str = ""  # --chunk-context ingested: the offered relations
+    redaction_input: str = ""  # --redact: the rule set's version (+ the rules file's sha256)
 
     def redacted_repr(self) -> str:
         """For logs: every field but the key (which `repr` already leaves out)."""
@@ -359,6 +360,7 @@ def resolve_settings(flags: Mapping[str, Any], environ: Mapping[str, str]) -> Se
         )
     endpoints = tuple(flags.get("endpoints") or ()) or ((values["url"],) if values["url"] else ())
     _check_replay(values)
+    _check_steering(values)
     if not endpoints and not flags.get("dry_run") and values["replay"] != "strict":
         raise UsageError(
             "TAGURU_EXTRACT_URL is not set — export your OpenAI-compatible endpoint, e.g. "
@@ -428,6 +430,19 @@ def _check_replay(values: Mapping[str, Any]) -> None:
         raise UsageError(
             "--replay strict with --structured-output auto: the auto probe needs a live call — "
             "pin the rung the recording used (its attempts' `rung` field names it)"
+        )
+
+
+def _check_steering(values: Mapping[str, Any]) -> None:
+    if values["redact_rules"] and not values["redact"]:
+        raise UsageError(
+            "--redact-rules needs --redact: with redaction off the rules would run nothing — "
+            "add --redact (or TAGURU_EXTRACT_REDACT=1)"
+        )
+    if values["chunk_context"] == "ingested" and not values["vocabulary"]:
+        raise UsageError(
+            "--chunk-context ingested needs --vocabulary: what the context holds is read from "
+            "its export — add --vocabulary PATH"
         )
 
 
@@ -523,17 +538,25 @@ def checkpoint_fingerprint(settings: Settings, segment_sha256: str) -> dict[str,
         "chunk_bytes": ""
         if settings.chunk_bytes == DEFAULT_CHUNK_BYTES
         else str(settings.chunk_bytes),
-        "chunk_context": "" if settings.chunk_context == "off" else settings.chunk_context,
+        "chunk_context": _chunk_context_input(settings),
         "lossy": settings.lossy,
-        "schema_digest": "",
+        "schema_digest": settings.schema_digest,
         "candidates": "seg1" if settings.candidates else "",
-        "redaction": "",
-        "vocabulary_digest": "",
+        "redaction": settings.redaction_input,
+        "vocabulary_digest": settings.vocabulary_digest,
         # taguru-ray's own inputs (seed 002): present only when on, so every entry a
         # default run writes stays the reference's, field for field.
         **({"carryover": settings.carryover} if settings.carryover else {}),
         **({"gleanings": settings.gleanings} if settings.gleanings else {}),
     }
+
+
+def _chunk_context_input(settings: Settings) -> str:
+    if settings.chunk_context == "off":
+        return ""
+    if settings.chunk_context == "ingested":
+        return f"ingested:{settings.ingested_digest}"
+    return settings.chunk_context
 
 
 def _escalation_input(settings: Settings) -> str:

@@ -79,12 +79,19 @@ def test_a_bad_config_line_is_named(tmp_path: Path) -> None:
 
 
 def test_unbuilt_features_are_refused_not_ignored() -> None:
-    assert "--candidates is not supported yet" in usage("--candidates")
     assert settings("--lossy").lossy is True
     assert "not supported yet" in usage("--chunk-context", "structure")
+    assert "not supported yet" in usage(env={"TAGURU_EXTRACT_CHUNK_CONTEXT": "overview"})
     assert settings("--structured-output", "json-schema").structured_output == "json-schema"
-    assert "not supported yet" in usage(env={"TAGURU_EXTRACT_CANDIDATES": "1"})
     settings("--structured-output", "off")  # the default is fine
+
+
+def test_steering_flags_that_need_another_are_usage_errors() -> None:
+    assert "--redact-rules needs --redact" in usage("--redact-rules", "rules.tsv")
+    assert settings("--redact", "--redact-rules", "rules.tsv").redact == "both"
+    assert settings("--redact", "pii").redact == "pii"
+    assert settings(env={"TAGURU_EXTRACT_REDACT": "secrets"}).redact == "secrets"
+    assert settings("--candidates", "--coverage").candidates is True
 
 
 def test_a_flag_given_twice_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

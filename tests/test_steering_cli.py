@@ -114,3 +114,98 @@ def test_a_failing_gleaning_pass_still_yields_the_first_pass_file(cli: Cli, tmp_
     assert "1 gleaning pass(es), 1 failed" in line
     name = output_name(sake)
     assert (out / name).read_bytes() == (tmp_path / "plain" / name).read_bytes()
+
+
+def steering_of(out: Path, source: str) -> dict[str, Any]:
+    trace = out / ".extract-trace" / output_name(source)
+    return next(
+        record
+        for record in map(json.loads, trace.read_text().splitlines())
+        if record["type"] == "steering" and record["chunk_index"] is None
+    )
+
+
+def test_a_previous_out_steers_the_next_run_as_its_vocabulary(cli: Cli, tmp_path: Path) -> None:
+    docs, first, out = corpus(tmp_path), tmp_path / "first", tmp_path / "out"
+    assert extract(cli, first, docs).returncode == 0
+    result = extract(cli, out, docs, "--vocabulary", str(first))
+    assert result.returncode == 0, result.stderr
+    ray_doc = str(docs / "01-ray-overview.md")
+    assert "Names the target context already uses" in system_of(out, ray_doc)
+    steering = steering_of(out, ray_doc)
+    assert "Raylet" in steering["context_names"]
+    # The context's labels seed the reuse list from the very first segment.
+    assert steering["vocabulary"] and steering["vocabulary"][0]["count"] > 1
+    entries = json.loads((out / ".extract-manifest.json").read_text())["documents"]
+    digests = {entry["vocabulary_digest"] for entry in entries.values()}
+    assert len(digests) == 1 and len(digests.pop()) == 64
+    cli.simulator.reset()
+    again = extract(cli, out, docs, "--vocabulary", str(first))
+    assert again.returncode == 0 and cli.simulator.stats()["requests"] == 0
+    # The digest is of the names, not the files: a renamed file changes nothing, and
+    # the variable means the same as the flag. A changed name set re-extracts.
+    (first / output_name(ray_doc)).rename(first / "extra.jsonl")
+    moved = extract(cli, out, docs, TAGURU_EXTRACT_VOCABULARY=str(first))
+    assert moved.returncode == 0 and cli.simulator.stats()["requests"] == 0
+    write = (first / "extra.jsonl").read_text() + json.dumps(
+        {"subject": "Raylet", "label": "schedules", "object": "Tasks", "weight": 1.0}
+    )
+    (first / "extra.jsonl").write_text(write + "\n")
+    assert extract(cli, out, docs, "--vocabulary", str(first)).returncode == 0
+    assert cli.simulator.stats()["requests"] > 0
+
+
+def test_a_schema_prompts_its_block_and_an_unusable_one_stops_before_any_write(
+    cli: Cli, tmp_path: Path
+) -> None:
+    docs, out = corpus(tmp_path), tmp_path / "out"
+    document = tmp_path / "schema.json"
+    document.write_text(
+        json.dumps(
+            {
+                "schema": 1,
+                "mode": "warn",
+                "closed_labels": False,
+                "types": {"Component": {}, "Service": {"is_a": ["Component"]}},
+                "relations": {"part of": {"domain": ["Component"], "range": ["Component"]}},
+            }
+        )
+    )
+    result = extract(cli, out, docs, "--schema", str(document))
+    assert result.returncode == 0, result.stderr
+    ray_doc = str(docs / "01-ray-overview.md")
+    assert "- part of: Component → Component" in system_of(out, ray_doc)
+    assert steering_of(out, ray_doc)["schema"] == {
+        "types": ["Component", "Service"],
+        "constrained_relations": ["part of"],
+    }
+    document.write_text('{"schema": 1, "mode": "warn"}')
+    fresh = tmp_path / "fresh"
+    refused = extract(cli, fresh, docs, "--schema", str(document))
+    assert refused.returncode == 1
+    assert f"--schema {document}: missing field" in refused.stderr
+    assert not fresh.exists()  # refused before the lock, the folder or any file
+
+
+def test_coverage_reports_gaps_and_a_rerun_over_unchanged_segments_still_does(
+    cli: Cli, tmp_path: Path
+) -> None:
+    docs, out, sidecar = corpus(tmp_path), tmp_path / "out", tmp_path / "diag.jsonl"
+    first = extract(cli, out, docs, "--coverage", "--diagnostics-out", str(sidecar))
+    assert first.returncode == 0, first.stderr
+    gaps = [line for line in first.stderr.splitlines() if ": uncovered: [paragraph " in line]
+    assert gaps, first.stderr
+    reported = sum(
+        int(line.split(" sentence(s) uncovered")[0].rsplit(", ", 1)[1])
+        for line in first.stdout.splitlines()
+        if "sentence(s) uncovered (coverage)" in line
+    )
+    assert reported == len(gaps)
+    segments = [
+        r for r in map(json.loads, sidecar.read_text().splitlines()) if r["type"] == "segment"
+    ]
+    assert sum(r["uncovered"] for r in segments) == len(gaps)
+    cli.simulator.reset()
+    again = extract(cli, out, docs, "--coverage")  # not a compute input: nothing re-extracts
+    assert again.returncode == 0 and cli.simulator.stats()["requests"] == 0
+    assert [x for x in again.stderr.splitlines() if ": uncovered: " in x] == gaps

@@ -51,6 +51,7 @@ def main(argv: list[str]) -> int:
         seed=args.seed,
         retry_after=args.retry_after,
         stall_seconds=args.stall_seconds,
+        capture=args.capture,
     )
     try:
         asyncio.run(_run(config, args.host, args.port))
@@ -132,6 +133,12 @@ def _parser() -> argparse.ArgumentParser:
         default=600.0,
         metavar="S",
         help="how long a stall hangs before answering (default 600)",
+    )
+    p.add_argument(
+        "--capture",
+        metavar="FILE",
+        help="append every chat request's messages to FILE as one JSON line (what a model "
+        "would have been shown — for checking what a run sends)",
     )
     return p
 

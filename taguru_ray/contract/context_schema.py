@@ -366,6 +366,17 @@ def schema_digest(schema: ContextSchema) -> str:
     return hashlib.sha256(canonical_bytes(schema)).hexdigest()
 
 
+def schema_type_names(schema: ContextSchema) -> frozenset[str]:
+    """Every type the document names: declared, a parent, or a domain/range entry."""
+    names = set(schema.types)
+    for parents in schema.types.values():
+        names.update(parents)
+    for relation in schema.relations.values():
+        names.update(relation.domain)
+        names.update(relation.range)
+    return frozenset(names)
+
+
 # ------------------------------------------------------------ prompt + trace
 
 
@@ -376,6 +387,10 @@ class SchemaOffer:
     types: tuple[str, ...]
     relations: tuple[str, ...]
     text: str
+
+    def to_json(self) -> dict[str, list[str]]:
+        """The trace ``steering`` record's ``schema`` (ADR 0027)."""
+        return {"types": list(self.types), "constrained_relations": list(self.relations)}
 
 
 def schema_offer(
@@ -433,9 +448,7 @@ def steering_schema(
     None (``null``) when no schema block was prompted.
     """
     offer = schema_offer(schema, live_labels, cap_bytes) if schema is not None else None
-    if offer is None:
-        return None
-    return {"types": list(offer.types), "constrained_relations": list(offer.relations)}
+    return offer.to_json() if offer is not None else None
 
 
 def _longest_fit(items: list[str], render: Callable[[int], str], cap_bytes: int) -> int:

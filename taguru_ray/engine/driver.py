@@ -7,7 +7,9 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
+from urllib.parse import urlsplit
 
 import ray
 
@@ -15,21 +17,23 @@ from taguru_ray.contract.names import join, output_name
 from taguru_ray.engine.run import ExtractRun
 from taguru_ray.engine.scan import Console, Tally, scan, skip_line
 from taguru_ray.engine.segment import FAILURE_PREFIX
-from taguru_ray.errors import EXIT_FAILED, EXIT_OK, StartupError
+from taguru_ray.errors import EXIT_FAILED, EXIT_OK, MESSAGE_PREFIX, StartupError
 from taguru_ray.pipeline.plan import plan_chunks
-from taguru_ray.pipeline.read import read_segment
+from taguru_ray.pipeline.read import read_segment, redact_segment
 from taguru_ray.settings import Settings, checkpoint_fingerprint
 from taguru_ray.store.checkpoints import count_reusable
 from taguru_ray.store.inputs import expand
 from taguru_ray.store.lock import lock_for
 from taguru_ray.store.manifest import Manifest
 from taguru_ray.store.outdir import OutDir
+from taguru_ray.store.run_inputs import load_run_inputs
 
 __all__ = ["Console", "dry_run", "extract", "start_ray"]
 
 
 def dry_run(settings: Settings, console: Console) -> int:
     """Plan every segment: calls nothing, writes nothing, takes no lock."""
+    settings, inputs = load_run_inputs(settings)  # the digests are fingerprint inputs
     out = OutDir(settings.out)
     sources = expand(settings.paths)
     manifest, note = Manifest.load(out)
@@ -49,15 +53,17 @@ def dry_run(settings: Settings, console: Console) -> int:
             console.out(skip_line(source))
             tally.unchanged += 1
             continue
-        segment = read_segment(source, scanned.data)
+        segment, redactions = redact_segment(read_segment(source, scanned.data), inputs.redaction)
         chunks = plan_chunks(segment.paragraphs, settings.chunk_bytes)
+        masked = sum(1 for found in redactions if not found.preexisting)
         fingerprint = checkpoint_fingerprint(settings, segment.sha256)
         reusable = (
             0
             if settings.force
             else count_reusable(out, source, fingerprint, [chunk.sha256 for chunk in chunks])
         )
-        extra = f", {reusable} reusable from checkpoint" if reusable else ""
+        extra = f", {masked} redaction(s)" if settings.redact else ""
+        extra += f", {reusable} reusable from checkpoint" if reusable else ""
         console.out(
             f"{source}: would extract ({segment.bytes} bytes, {len(chunks)} chunk(s){extra}) "
             f"→ {join(settings.out, output_name(source))}"
@@ -68,6 +74,34 @@ def dry_run(settings: Settings, console: Console) -> int:
         f"of {tally.total} segment(s)"
     )
     return EXIT_FAILED if tally.failed else EXIT_OK
+
+
+def unmasked_note(settings: Settings) -> str | None:
+    """Said once, before the first segment is read: text is about to leave the machine."""
+    if settings.redact:
+        return None
+    remote = [host for host in map(_host, settings.endpoints) if not _loopback(host)]
+    if not remote:
+        return None
+    return (
+        f"{MESSAGE_PREFIX}--redact is off and the endpoint {remote[0]} is not this machine: "
+        "segments are sent as written — add --redact to mask secrets and personal data first"
+    )
+
+
+def _host(url: str) -> str:
+    return urlsplit(url).hostname or url
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    # 0.0.0.0 / :: as a destination reaches this host, as a loopback address does.
+    return address.is_loopback or address.is_unspecified
 
 
 def start_ray(address: str | None) -> bool:
@@ -87,6 +121,10 @@ def extract(settings: Settings, console: Console) -> int:
     """A real run: lock --out, start or join Ray, extract, summarise."""
     if settings.dry_run:
         return dry_run(settings, console)
+    settings, inputs = load_run_inputs(settings)  # before the lock: nothing written yet
+    note = unmasked_note(settings)
+    if note:
+        console.err(note)
     out = OutDir(settings.out)
     sources = expand(settings.paths)
     try:
@@ -96,7 +134,7 @@ def extract(settings: Settings, console: Console) -> int:
     with lock_for(out, console.err):
         started = start_ray(settings.address)
         try:
-            return asyncio.run(ExtractRun(settings, console, out, sources).run())
+            return asyncio.run(ExtractRun(settings, console, out, sources, inputs).run())
         finally:
             if started:
                 ray.shutdown()

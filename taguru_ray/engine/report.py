@@ -94,10 +94,14 @@ def report_line(
         parts.append("passage")
     if questions:
         parts.append(f"{tally['questions']} question(s)")
+    if "redacted" in tally:  # --redact: matches masked in this segment
+        parts.append(f"{tally['redacted']} redacted")
     if tally["duplicates"]:
         parts.append(f"{tally['duplicates']} duplicate(s) folded")
     if tally["removed"]:
         parts.append(f"{tally['removed']} item(s) removed (mechanical validation)")
+    if tally.get("uncovered"):
+        parts.append(f"{tally['uncovered']} sentence(s) uncovered (coverage)")
     if tally["dropped"]:
         parts.append(f"{tally['dropped']} item(s) dropped{' (--lossy)' if lossy else ''}")
     # taguru-ray's own counters (seed 002), only when their features are on.

@@ -29,6 +29,7 @@ from taguru_ray.engine.scan import (
     Scanned,
     Tally,
     existing_contribution,
+    existing_gaps,
     new_run_id,
     scan,
     skip_line,
@@ -43,6 +44,8 @@ from taguru_ray.settings import Settings
 from taguru_ray.store.checkpoints import Checkpoint
 from taguru_ray.store.manifest import Manifest
 from taguru_ray.store.outdir import OutDir
+from taguru_ray.store.run_inputs import RunInputs
+from taguru_ray.store.vocabulary import contribution
 
 RESUBMITS = 3  # a segment whose worker dies this often fails, named
 SCAN_BATCH = 256
@@ -53,9 +56,15 @@ WORKER_DEATHS = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableE
 
 class ExtractRun:
     def __init__(
-        self, settings: Settings, console: Console, out: OutDir, sources: list[str]
+        self,
+        settings: Settings,
+        console: Console,
+        out: OutDir,
+        sources: list[str],
+        inputs: RunInputs | None = None,
     ) -> None:
         self.settings = settings
+        self.inputs = inputs or RunInputs()
         self.out = out
         self.sources = sources
         self.run_id = new_run_id()
@@ -98,6 +107,16 @@ class ExtractRun:
             list(settings.endpoints), limit, settings.rpm, settings.tpm, await self._resolve_rung()
         )
         self.ledger = Ledger.options(**here).remote()
+        if self.inputs.vocabulary is not None:
+            # The target context is one more finished segment, below every real one:
+            # its labels seed the reuse list, its names the claimed-names check.
+            seed = contribution(self.inputs.vocabulary)
+            self.window.seed(seed)
+            await self.ledger.absorb.remote([(-1, seed)])
+        # One copy in the object store however many workers, passed inside a list so
+        # the constructor argument itself stays inline: a restarted worker replays it
+        # and fetches the copy the driver still owns.
+        self.inputs_ref = ray.put(self.inputs)
         diagnostics = (
             DiagnosticsWriter.options(**here).remote(
                 settings.diagnostics_out, self.run_id, dict(settings.storage_env)
@@ -107,7 +126,7 @@ class ExtractRun:
         )
         self.workers = [
             SegmentWorker.options(**self._worker_placement()).remote(
-                i, settings, self.run_id, self.gateway, self.ledger, diagnostics
+                i, settings, self.run_id, self.gateway, self.ledger, diagnostics, [self.inputs_ref]
             )
             for i in range(settings.workers)
         ]
@@ -146,7 +165,13 @@ class ExtractRun:
             skippable = not settings.force and not settings.bypasses_store
             if skippable and self.manifest.unchanged(source, scanned.inputs, existing):
                 self.tally.unchanged += 1
-                self.report.add(index, [("out", skip_line(source))])
+                lines = [("out", skip_line(source))]
+                if settings.coverage:
+                    gaps = await asyncio.to_thread(
+                        existing_gaps, self.out, scanned.inputs["output"], source, scanned.data
+                    )
+                    lines.extend(("err", line) for line in gaps)
+                self.report.add(index, lines)
                 await self.window.finish(
                     index, existing_contribution(self.out, scanned.inputs["output"])
                 )

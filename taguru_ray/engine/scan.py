@@ -15,7 +15,8 @@ from typing import Any
 
 from taguru_ray.contract.names import output_name, written_id
 from taguru_ray.contract.source_file import SourceFileError, parse_source_file
-from taguru_ray.pipeline.read import SegmentRefused, segment_sha256
+from taguru_ray.pipeline.coverage import stderr_line, uncovered
+from taguru_ray.pipeline.read import SegmentRefused, read_segment, segment_sha256
 from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.settings import Settings, compute_inputs
 from taguru_ray.store.inputs import read_source
@@ -84,6 +85,20 @@ def scan(settings: Settings, index: int, source: str, several: bool, seen_ids: s
 
 def skip_line(source: str) -> str:
     return f"{source}: unchanged, skipped (--force re-extracts)"
+
+
+def existing_gaps(out: OutDir, name: str, source: str, data: bytes) -> list[str]:
+    """--coverage over a skipped segment: judged from the source file it already has,
+    so a rerun over an unchanged corpus still reports every gap, calling nothing."""
+    written = out.read(name)
+    if written is None:
+        return []
+    try:
+        parsed = parse_source_file(written, name=name)
+        segment = read_segment(source, data)
+    except (SourceFileError, SegmentRefused):
+        return []
+    return [stderr_line(source, gap) for gap in uncovered(segment.paragraphs, parsed.associations)]
 
 
 def existing_contribution(out: OutDir, name: str) -> Callable[[], Contribution]:

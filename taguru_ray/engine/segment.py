@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from taguru_ray.contract.context_schema import schema_offer
 from taguru_ray.contract.names import attempts_name, join, output_name
 from taguru_ray.contract.records import Record, dumps_lines
 from taguru_ray.contract.source_file import SourceFileError
@@ -47,12 +48,14 @@ from taguru_ray.engine.report import (
 from taguru_ray.llm.admission import Stopped
 from taguru_ray.llm.ladder import JSON_OBJECT, JSON_SCHEMA, LadderConfig
 from taguru_ray.pipeline.carryover import carried, render_carryover
-from taguru_ray.pipeline.mechanical import Removal
+from taguru_ray.pipeline.coverage import Gap, stderr_line, uncovered, uncovered_records
+from taguru_ray.pipeline.leaks import answer_leaks
+from taguru_ray.pipeline.mechanical import Offered, Removal
 from taguru_ray.pipeline.merge import Extraction, MergeInput, MergeRules, merge
 from taguru_ray.pipeline.plan import Chunk, Piece, piece_from_text, plan_chunks, split_cap
 from taguru_ray.pipeline.plan import split_piece as split_into
 from taguru_ray.pipeline.prompt import Conversation, system_prompt, system_sha256, user_turn
-from taguru_ray.pipeline.read import Segment, SegmentRefused, read_segment
+from taguru_ray.pipeline.read import Segment, SegmentRefused, read_segment, redact_segment
 from taguru_ray.pipeline.reconcile import (
     PieceState,
     StandingIssue,
@@ -73,7 +76,10 @@ from taguru_ray.settings import (
     settings_record_fields,
 )
 from taguru_ray.store.outdir import TRACE
-from taguru_ray.text.occurrence import Haystack
+from taguru_ray.store.run_inputs import RunInputs
+from taguru_ray.text.candidates import candidates, render_candidates
+from taguru_ray.text.occurrence import Haystack, fold
+from taguru_ray.text.redact import Redaction, stderr_summary
 
 ClaimsLookup = Callable[[list[tuple[str, str]]], Awaitable[dict[tuple[str, str], str]]]
 CONSTRAINED = (JSON_SCHEMA, JSON_OBJECT)
@@ -182,6 +188,9 @@ class _Run:
     resume: Resume
     recorder: SegmentRecorder
     model: Model
+    inputs: RunInputs = field(default_factory=RunInputs)
+    offered: Offered = field(default_factory=Offered)
+    redactions: list[Redaction] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     pinned_from: str | None = None
     steering: Steering = field(default_factory=Steering)
@@ -223,6 +232,7 @@ class _Run:
             conversation=Conversation(self.system_of(piece.index), self.user(piece)),
             rules=Rules(len(self.segment.paragraphs), self.settings.questions),
             haystack=Haystack(piece.text),
+            offered=self.offered,
         )
 
     def system_of(self, chunk_index: int) -> str:
@@ -261,7 +271,12 @@ class _Run:
 
 
 async def extract_segment(
-    job: SegmentJob, settings: Settings, run_id: str, model: Model, recorder: SegmentRecorder
+    job: SegmentJob,
+    settings: Settings,
+    run_id: str,
+    model: Model,
+    recorder: SegmentRecorder,
+    run_inputs: RunInputs | None = None,
 ) -> SegmentOutcome:
     outcome = SegmentOutcome(job.index, job.source, "failed")
     try:
@@ -269,6 +284,10 @@ async def extract_segment(
     except SegmentRefused as refusal:
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {refusal}")
         return outcome
+    run_inputs = run_inputs or RunInputs()
+    segment, redactions = redact_segment(segment, run_inputs.redaction)
+    if redactions:
+        outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {stderr_summary(redactions)}")
     inputs = compute_inputs(settings, segment.sha256, job.written_id, output_name(job.source))
     fingerprint = checkpoint_fingerprint(settings, segment.sha256)
     # Replay and --resume-from read no checkpoint: a cached unit was validated under
@@ -277,11 +296,14 @@ async def extract_segment(
     if note:
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {note}")
     chunks = plan_chunks(segment.paragraphs, settings.chunk_bytes)
-    steering = steering_for(job, settings)
+    steering = steering_for(job, settings, run_inputs, segment.text)
     system, pinned_from, pin_notes = _system_for(steering, settings, model)
     outcome.notes.extend(f"{FAILURE_PREFIX}{job.source}: {n}" for n in pin_notes)
-    run = _Run(job, settings, run_id, segment, chunks, system, resume, recorder, model)
-    run.pinned_from, run.steering = pinned_from, steering
+    run = _Run(job, settings, run_id, segment, chunks, system, resume, recorder, model, run_inputs)
+    run.pinned_from, run.steering, run.redactions = pinned_from, steering, redactions
+    run.offered = Offered(
+        run_inputs.allowlist | frozenset(fold(name) for name in steering.candidates)
+    )
     head = await _head_records(run)
     await recorder.begin(head, fresh=not resume.units and model.replay is None)
     if model.replay is not None:
@@ -309,17 +331,28 @@ async def extract_segment(
         outcome.notes.append(_failure_line(run, min(run.failures)))
         return outcome
     try:
-        extraction, source_bytes, trace_bytes = _write(run, pieces)
+        extraction, source_bytes, trace_bytes, gaps = _write(run, pieces)
     except SourceFileError as error:
         outcome.notes.append(
             f"{FAILURE_PREFIX}{job.source}: the rendered source file failed its own import "
             f"check ({error}) — nothing was written"
         )
         return outcome
+    except Leaked as leaked:
+        outcome.notes.append(
+            f"{FAILURE_PREFIX}{job.source}: {leaked.findings[0]}"
+            + (f" (+{len(leaked.findings) - 1} more)" if len(leaked.findings) > 1 else "")
+            + " — the answer holds what the masked segment never showed; nothing was written"
+        )
+        return outcome
     outcome.notes.extend(_removal_lines(run, pieces))
+    outcome.notes.extend(stderr_line(job.source, gap) for gap in gaps)
     for note in await recorder.finish(source_bytes, trace_bytes):
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {note}")
     outcome.counts = counts(extraction, pieces)
+    if settings.redact:
+        outcome.counts["redacted"] = sum(1 for found in redactions if not found.preexisting)
+    outcome.counts["uncovered"] = len(gaps)
     if settings.carryover:
         outcome.counts["carryover_names"] = sum(len(pairs) for pairs in run.carry.values())
     if settings.gleanings:
@@ -379,9 +412,28 @@ async def _head_records(run: _Run) -> list[Record]:
     return records
 
 
-def steering_for(job: SegmentJob, settings: Settings) -> Steering:
-    """The steer step's output for one segment: what taguru-ray offers the model."""
-    return Steering(job.vocabulary, settings.questions, settings.fact_budget)
+def steering_for(job: SegmentJob, settings: Settings, inputs: RunInputs, text: str) -> Steering:
+    """The steer step's output for one segment: what taguru-ray offers the model.
+
+    Blocks in prompt order after the label reuse list: the context's names
+    (--vocabulary), the schema (its relations the run already uses first),
+    then the segment's own names (--candidates).
+    """
+    names = tuple(candidates(text)) if settings.candidates else ()
+    offer = (
+        schema_offer(inputs.schema, (use.label for use in job.vocabulary))
+        if inputs.schema is not None
+        else None
+    )
+    return Steering(
+        job.vocabulary,
+        settings.questions,
+        settings.fact_budget,
+        blocks=(inputs.context_block, offer.text if offer else "", render_candidates(names)),
+        context_names=inputs.context_names,
+        schema=offer.to_json() if offer else None,
+        candidates=names,
+    )
 
 
 def _system_for(
@@ -601,7 +653,8 @@ async def _keep(run: _Run, piece: Piece, accepted: Accepted) -> PieceState:
 
 async def _reconcile(run: _Run, pieces: list[PieceState]) -> None:
     """Stage 2: one corrective turn per clashing output, then what stands is removed."""
-    for piece_index, issues in stage2_issues(pieces):
+    schema = run.inputs.schema
+    for piece_index, issues in stage2_issues(pieces, schema):
         state = pieces[piece_index]
         rung = await run.model.rung.current() if run.ladder.engaged else None
         try:
@@ -629,7 +682,7 @@ async def _reconcile(run: _Run, pieces: list[PieceState]) -> None:
             await run.recorder.save_unit(state.piece_id, unit)
             run.resume.units[state.piece_id] = unit
     try:
-        prune_standing(pieces, stage2_issues(pieces))
+        prune_standing(pieces, stage2_issues(pieces, schema))
     except StandingIssue as standing:
         run.failures[standing.piece.chunk_index] = (
             standing.piece.piece,
@@ -656,8 +709,8 @@ async def _log_system_once(run: _Run, chunk_index: int | None = None) -> None:
         )
 
 
-def _write(run: _Run, pieces: list[PieceState]) -> tuple[Extraction, bytes, bytes]:
-    """merge → render → verify, and the trace that describes them."""
+def _write(run: _Run, pieces: list[PieceState]) -> tuple[Extraction, bytes, bytes, list[Gap]]:
+    """merge → render → verify, and the trace that describes them (with --coverage's gaps)."""
     settings = run.settings
     rules = MergeRules(len(run.segment.paragraphs), settings.questions, not settings.no_passage)
     extraction = merge([MergeInput(state.piece_id, state.output) for state in pieces], rules)
@@ -674,15 +727,32 @@ def _write(run: _Run, pieces: list[PieceState]) -> tuple[Extraction, bytes, byte
         run.segment.sha256,
         run.batch_path,
         system_sha256(run.system),
-        run.job.vocabulary,
+        run.steering,
         run.pinned_from,
         run.carry,
         {i: system_sha256(text) for i, text in run.chunk_systems.items()},
+        redactions=tuple(run.redactions),
     )
     trace = trace_records(
         facts, run.chunks, pieces, run.segment.paragraphs, extraction, rendered.items
     )
-    return extraction, rendered.data, dumps_lines(trace)
+    first_item = 2 if settings.no_passage else 3  # after the header and the passage
+    findings = answer_leaks(rendered.items, run.inputs.redaction, first_item)
+    if findings:
+        raise Leaked(findings)
+    gaps: list[Gap] = []
+    if settings.coverage:
+        gaps = uncovered(run.segment.paragraphs, (a for a, _ in extraction.associations))
+        trace.extend(uncovered_records(gaps, run.segment.paragraphs, run.chunks))
+    return extraction, rendered.data, dumps_lines(trace), gaps
+
+
+class Leaked(Exception):
+    """--redact's answer scan found a rule's shape in a label or question."""
+
+    def __init__(self, findings: list[str]) -> None:
+        super().__init__(findings[0])
+        self.findings = findings
 
 
 def _removal_lines(run: _Run, pieces: list[PieceState]) -> list[str]:

@@ -35,6 +35,10 @@ class SegmentWindow:
             self._changed = asyncio.Condition()
         return self._changed
 
+    def seed(self, contribution: Contribution) -> None:
+        """Fold what precedes every segment (the --vocabulary context's label uses)."""
+        self._ledger.absorb(contribution)
+
     async def finish(self, index: int, contribution: LazyContribution) -> None:
         """Record a finished segment (written, skipped or failed) and what it offers."""
         async with self._condition():

@@ -30,6 +30,7 @@ from taguru_ray.llm.gateway import GatewayAdmission, GatewayRung
 from taguru_ray.settings import Settings
 from taguru_ray.store.logs import Sidecar
 from taguru_ray.store.outdir import OutDir
+from taguru_ray.store.run_inputs import RunInputs
 
 
 # A worker process that dies (a preempted node) is restarted by Ray; the driver
@@ -44,10 +45,13 @@ class SegmentWorker:
         gateway: Any,
         ledger: Any,
         diagnostics: Any | None,
+        inputs: list[Any],  # [ObjectRef of RunInputs], fetched on first use
     ) -> None:
         # The driver's storage credentials and endpoint: fsspec reads them from here.
         os.environ.update(dict(settings.storage_env))
         self._settings = settings
+        self._inputs_ref = inputs[0]
+        self._inputs: RunInputs | None = None
         self._ledger = ledger
         self._run_id = run_id
         self._gateway = gateway
@@ -117,7 +121,11 @@ class SegmentWorker:
             replayer = Replayer(book, mode, live)
             model = dataclasses.replace(model, complete=replayer.complete, replay=replayer)
         try:
-            return await extract_segment(job, self._settings, self._run_id, model, recorder)
+            if self._inputs is None:
+                self._inputs = await self._inputs_ref
+            return await extract_segment(
+                job, self._settings, self._run_id, model, recorder, self._inputs
+            )
         finally:
             recorder.close()
             # The driver closes the sidecar after the last segment returns: every

@@ -24,6 +24,7 @@ from taguru_ray.contract.piece_output import PieceOutput
 from taguru_ray.contract.rust_text import describe, quote_for_issue, rust_trim
 from taguru_ray.pipeline.validate import COLLECTIONS, Rules, item_issues, normalise
 from taguru_ray.text.occurrence import Haystack, fold, name_occurs, occurrence_reason
+from taguru_ray.text.redact import contains_placeholder
 from taguru_ray.text.scripts import foreign_ideographs, foreign_reason
 
 Item = Any
@@ -113,6 +114,16 @@ def judge(
     return judgement
 
 
+def placeholder_reason(fields: list[tuple[str, str]]) -> str:
+    """``subject "«redacted email 3f9a»" is a redaction placeholder, not an entity`` (ADR 0038),
+    naming each field that holds one."""
+    return ", ".join(
+        f"{field} {quote_for_issue(name)} is a redaction placeholder, not an entity"
+        for field, name in fields
+        if contains_placeholder(name)
+    )
+
+
 def _absent(item: Mapping[str, Any], keys: tuple[str, ...]) -> list[str]:
     """Required fields mechanically absent: missing (or null) or a string that trims to nothing."""
     absent = []
@@ -146,6 +157,10 @@ def _association(
         judgement.issues.extend(issues)
         return True
     subject, label, obj = (rust_trim(item[key]) for key in ("subject", "label", "object"))
+    masked = [(name, spelling) for name, spelling in (("subject", subject), ("object", obj))]
+    if any(contains_placeholder(spelling) for _, spelling in masked):
+        judgement.removals.append(Removal(path, placeholder_reason(masked), item))
+        return False
     if len(label) < 2:
         reason = (
             f"label {quote_for_issue(label)} is a single character — too generic to be a relation"
@@ -189,6 +204,12 @@ def _alias(
     both = isinstance(spelling, str) and isinstance(canonical, str)
     if both and rust_trim(spelling) == rust_trim(canonical):
         judgement.removals.append(Removal(path, "alias equals its canonical", item))
+        return False
+    named = [
+        (key, rust_trim(item[key])) for key in ("alias", "canonical") if isinstance(item[key], str)
+    ]
+    if any(contains_placeholder(spelling) for _, spelling in named):
+        judgement.removals.append(Removal(path, placeholder_reason(named), item))
         return False
     if isinstance(spelling, str):
         chars = foreign_ideographs(rust_trim(spelling), haystack)

@@ -7,10 +7,12 @@ here; a refusal is a value the engine reports for this segment alone.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from taguru_ray.contract.items import MAX_PASSAGE_BYTES
 from taguru_ray.text.paragraphs import Paragraph, split_paragraphs
+from taguru_ray.text.redact import Redaction, Rule, redact
 
 BOM = "\ufeff"
 BOM_BYTES = BOM.encode("utf-8")
@@ -44,6 +46,22 @@ def read_segment(source: str, data: bytes) -> Segment:
     text = decode_segment(data)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return Segment(source, text, digest, tuple(split_paragraphs(text)))
+
+
+def redact_segment(segment: Segment, rules: Sequence[Rule]) -> tuple[Segment, list[Redaction]]:
+    """--redact: the segment with every match masked, before anything else reads it.
+
+    The hash stays the file's own (the manifest asks "did the file change"); the
+    text and the paragraphs are the masked ones, so the prompt, the passage, the
+    checkpoint and every record hold placeholders only.
+    """
+    if not rules:
+        return segment, []
+    text, found = redact(segment.text, segment.sha256, rules)
+    if not found:
+        return segment, []
+    masked = Segment(segment.source, text, segment.sha256, tuple(split_paragraphs(text)))
+    return masked, found
 
 
 def decode_segment(data: bytes) -> str:

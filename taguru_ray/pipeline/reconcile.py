@@ -6,7 +6,8 @@ it); whatever the turn leaves standing is removed here with accounting (ADR
 0022): an alias records a spelling, never a fact, so losing one costs what the
 consolidation audit can propose later, while failing the segment over it cost
 every fact it held. A standing issue about anything but an alias fails the
-segment. Then two mechanical prunes no model could fix: an alias whose
+segment — a --schema domain/range or closed-labels finding among them. Then
+two mechanical prunes no model could fix: an alias whose
 canonical names nothing the associations contain (ADR 0013 Stage 2), and one
 that would rewire a spelling an earlier segment claimed. Item paths index
 each output's own aliases, as the corrective turn's replayed answer does.
@@ -19,11 +20,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from taguru_ray.contract.context_schema import ContextSchema
 from taguru_ray.contract.piece_output import PieceOutput
 from taguru_ray.pipeline.claims import rewire_reason, rewires
 from taguru_ray.pipeline.cross_items import cross_output_issues, dangling_aliases
 from taguru_ray.pipeline.mechanical import Removal
 from taguru_ray.pipeline.plan import Piece
+from taguru_ray.pipeline.schema_check import schema_issues_by_output
 
 STILL_STANDING = " — still so after the corrective turn; removed"
 
@@ -66,9 +69,19 @@ class StandingIssue(Exception):
         self.issues = issues
 
 
-def stage2_issues(pieces: Sequence[PieceState]) -> list[tuple[int, list[str]]]:
-    """(piece index, issues) for every piece whose aliases clash across the segment."""
-    return cross_output_issues([piece.output for piece in pieces])
+def stage2_issues(
+    pieces: Sequence[PieceState], schema: ContextSchema | None = None
+) -> list[tuple[int, list[str]]]:
+    """(piece index, issues) for every piece whose aliases clash across the segment,
+    or (under --schema) whose answer the schema refuses; alias issues first."""
+    outputs = [piece.output for piece in pieces]
+    found: dict[int, list[str]] = {}
+    for index, issues in cross_output_issues(outputs):
+        found.setdefault(index, []).extend(issues)
+    if schema is not None:
+        for index, issues in schema_issues_by_output(outputs, schema):
+            found.setdefault(index, []).extend(issues)
+    return sorted(found.items())
 
 
 def alias_index(issue: str) -> int | None:

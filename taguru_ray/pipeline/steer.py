@@ -90,13 +90,18 @@ class Steering:
     """Everything taguru-ray puts into a segment's system prompt besides the rules.
 
     `blocks` are the rendered optional blocks in prompt order (the context's
-    names, the schema, the candidates, the carryover), each empty when off.
+    names, the schema, the candidates, the carryover), each empty when off;
+    the other fields are what the trace's `steering` record lists, computed by
+    the same code that rendered the blocks.
     """
 
     vocabulary: tuple[LabelUse, ...] = ()
     questions: int = 0
     fact_budget: int = 0
     blocks: tuple[str, ...] = ()
+    context_names: tuple[str, ...] = ()  # --vocabulary's capped list
+    schema: dict[str, list[str]] | None = None  # {types, constrained_relations} prompted
+    candidates: tuple[str, ...] = ()  # --candidates, as offered
 
 
 def render_vocabulary(vocabulary: tuple[LabelUse, ...]) -> str:

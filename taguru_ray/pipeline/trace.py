@@ -17,9 +17,10 @@ from taguru_ray.pipeline.mechanical import Removal
 from taguru_ray.pipeline.merge import Extraction, Loss
 from taguru_ray.pipeline.plan import Chunk
 from taguru_ray.pipeline.reconcile import PieceState
-from taguru_ray.pipeline.steer import LabelUse
+from taguru_ray.pipeline.steer import Steering
 from taguru_ray.pipeline.verify import paragraph_records
 from taguru_ray.text.paragraphs import Paragraph
+from taguru_ray.text.redact import Redaction
 
 
 @dataclass(frozen=True)
@@ -29,11 +30,26 @@ class SegmentFacts:
     segment_sha256: str
     batch_path: str
     system_sha256: str
-    vocabulary: tuple[LabelUse, ...]
+    steering: Steering
     pinned_from: str | None = None  # the run a replay pinned the system prompt from
     # --carryover: per chunk, the (name, type) pairs its system prompt carried
     carryover: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
     chunk_systems: dict[int, str] = field(default_factory=dict)  # chunk -> system sha256
+    redactions: tuple[Redaction, ...] = ()  # --redact: one per match, in text order
+
+
+def redaction_record(found: Redaction) -> Record:
+    """By rule and paragraph, never by content: the matched text is nowhere in it."""
+    record: Record = {
+        "type": "redaction",
+        "rule": found.rule,
+        "paragraph": found.paragraph,
+        "placeholder": found.placeholder,
+        "bytes": found.bytes,
+    }
+    if found.preexisting:
+        record["preexisting"] = True
+    return record
 
 
 def chunk_record(chunk: Chunk, source: str | None = None) -> Record:
@@ -69,15 +85,16 @@ def trace_records(
             "batch_path": facts.batch_path,
             "chunk_total": len(chunks),
         },
+        *(redaction_record(found) for found in facts.redactions),
         {
             "type": "steering",
             "chunk_index": None,
-            "candidates": [],
+            "candidates": list(facts.steering.candidates),
             "system_sha256": facts.system_sha256,
             **({"pinned_from": facts.pinned_from} if facts.pinned_from else {}),
-            "vocabulary": [use.to_json() for use in facts.vocabulary],
-            "context_names": [],
-            "schema": None,
+            "vocabulary": [use.to_json() for use in facts.steering.vocabulary],
+            "context_names": list(facts.steering.context_names),
+            "schema": facts.steering.schema,
         },
     ]
     for index in sorted(facts.carryover):

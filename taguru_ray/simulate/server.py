@@ -64,6 +64,7 @@ class SimulatorConfig:
     seed: int = 0
     retry_after: float = 1.0
     stall_seconds: float = 600.0
+    capture: str | None = None  # a JSONL file every request's messages are appended to
 
     def service_seconds(self, completion_tokens: int) -> float:
         """Time a request holds its slot: first token, then decoding."""
@@ -301,6 +302,10 @@ async def _chat_completions(request: web.Request) -> web.Response:
         sim.counters.count("bad_request")
         return _error(400, parsed, "invalid_request_error")
 
+    if sim.config.capture:
+        line = json.dumps({"messages": parsed.messages}, ensure_ascii=False) + "\n"
+        with open(sim.config.capture, "a", encoding="utf-8") as capture:
+            capture.write(line)
     user_turn = first_user_turn(parsed.messages)
     fault = sim.admit(user_turn)
     if (

@@ -1,0 +1,142 @@
+"""The files a run reads besides its segments: ``--vocabulary`` and ``--schema``.
+
+Both are read once, on the driver, before the lock or any write: a file that
+cannot be used is a startup error (exit 1) naming the flag, the file and the
+fix, and an asked-for steering input never silently turns off. What they
+hash to joins the settings (`Settings.schema_digest`, `vocabulary_digest`,
+`ingested_digest`), so the manifest and checkpoint fingerprints — computed
+wherever a segment is scanned — see the content, not the path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import cached_property
+
+import fsspec
+
+from taguru_ray.contract.context_schema import (
+    ContextSchema,
+    SchemaError,
+    load_schema,
+    schema_type_names,
+)
+from taguru_ray.contract.context_schema import schema_digest as digest_of_schema
+from taguru_ray.errors import StartupError, UsageError
+from taguru_ray.settings import Settings
+from taguru_ray.store.vocabulary import (
+    Vocabulary,
+    VocabularyError,
+    allowlist,
+    load_vocabulary,
+    prompt_names,
+    relations_digest,
+    render_vocabulary_block,
+    vocabulary_digest,
+)
+from taguru_ray.text.occurrence import fold
+from taguru_ray.text.redact import (
+    Rule,
+    RulesError,
+    builtin_rules,
+    groups_from_setting,
+    parse_rules_file,
+    redaction_input,
+)
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """What every segment of the run is steered and judged by; shipped once per worker."""
+
+    vocabulary: Vocabulary | None = None
+    schema: ContextSchema | None = None
+    redaction: tuple[Rule, ...] = ()  # --redact: built-ins of the groups, then the file's
+
+    # Computed once per worker, not once per segment: an export holds many names.
+    @cached_property
+    def context_names(self) -> tuple[str, ...]:
+        """--vocabulary's capped, alphabetical list, as prompted and traced."""
+        return tuple(prompt_names(self.vocabulary)) if self.vocabulary else ()
+
+    @cached_property
+    def context_block(self) -> str:
+        return render_vocabulary_block(list(self.context_names))
+
+    @cached_property
+    def allowlist(self) -> frozenset[str]:
+        """Folded spellings the prompt offers run-wide: context names and schema types.
+
+        Every concept name of the export, not only the 200 prompted: a context
+        spelling never fails the occurrence check (seed 000).
+        """
+        names = allowlist(self.vocabulary) if self.vocabulary else frozenset()
+        if self.schema is not None and self.schema.enforcing:
+            names = names | frozenset(fold(name) for name in schema_type_names(self.schema))
+        return names
+
+
+def load_run_inputs(settings: Settings) -> tuple[Settings, RunInputs]:
+    """Read the inputs the settings name; the settings come back with their digests."""
+    vocabulary = _vocabulary(settings.vocabulary) if settings.vocabulary else None
+    schema = _schema(settings.schema) if settings.schema else None
+    rules, redaction = _redaction(settings)
+    settings = dataclasses.replace(
+        settings,
+        redaction_input=redaction,
+        vocabulary_digest=vocabulary_digest(vocabulary) if vocabulary else "",
+        ingested_digest=relations_digest(vocabulary)
+        if vocabulary and settings.chunk_context == "ingested"
+        else "",
+        schema_digest=digest_of_schema(schema) if schema else "",
+    )
+    return settings, RunInputs(vocabulary, schema, rules)
+
+
+def _redaction(settings: Settings) -> tuple[tuple[Rule, ...], str]:
+    """The rules --redact applies, and the manifest's `redaction` value they make."""
+    if not settings.redact:
+        return (), ""
+    groups = groups_from_setting(settings.redact)
+    rules = list(builtin_rules(groups))
+    digest = None
+    if settings.redact_rules:
+        path = settings.redact_rules
+        try:
+            with fsspec.open(path, "rb") as handle:
+                data = handle.read()
+        except (OSError, ValueError) as error:
+            raise UsageError(f"--redact-rules {path}: cannot be read ({error})") from None
+        try:
+            own, digest = parse_rules_file(data, path=path)
+        except RulesError as error:
+            raise UsageError(str(error)) from None
+        rules.extend(own)
+    return tuple(rules), redaction_input(groups, digest)
+
+
+def _vocabulary(path: str) -> Vocabulary:
+    # The error already names the file (and line) inside PATH that is at fault.
+    try:
+        return load_vocabulary(path)
+    except VocabularyError as error:
+        raise StartupError(
+            f"--vocabulary {error} — point it at an export of the target context "
+            "(taguru export --out DIR) or a folder of its *.jsonl source files"
+        ) from None
+
+
+def _schema(path: str) -> ContextSchema:
+    try:
+        with fsspec.open(path, "rb") as handle:
+            data = handle.read()
+    except (OSError, ValueError) as error:
+        raise StartupError(f"--schema {path}: cannot be read ({error})") from None
+    try:
+        return load_schema(data, path=path)
+    except SchemaError as error:
+        raise StartupError(
+            f"--schema {path}: {error.detail} — "
+            "fix the document (the shape `taguru schema get` prints) or drop --schema"
+        ) from None

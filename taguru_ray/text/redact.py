@@ -1,0 +1,688 @@
+"""The redaction gate (ADR 0038, ``redact2``): what never reaches the model.
+
+Under ``--redact`` the segment text is masked at read, before chunking,
+candidates, the prompt, the passage and every record, so the placeholder is
+the only form of a secret anything downstream sees. The judgment is a pattern
+judgment — deterministic, no model, no dictionary — in two selectable groups:
+
+- ``secrets``: aws_access_key, github_token, openai_key, slack_token,
+  google_api_key, private_key (a PEM block), jwt, credential_assignment,
+  authorization_header, url_userinfo;
+- ``pii``: email, phone (Japanese and international forms), my_number (12-digit
+  個人番号 whose check digit holds), payment_card (issuer range + Luhn).
+
+Names, addresses, dates, IP addresses and high-entropy strings are not judged,
+on purpose. A user's rules file (``name<TAB>regex`` per line) is applied after
+the built-ins in file order.
+
+Matching is per canonical paragraph (``split_paragraphs`` of the original
+text), so no match spans a paragraph separator. Within a paragraph every
+rule's candidates are collected; a value-only rule (assignment, header,
+userinfo) masks its value but owns its whole match, shadowing other rules'
+candidates inside it; the rest are ordered by start ascending, length
+descending, then rule order, and accepted greedily. A placeholder already in
+the input, ``«redacted <rule> <4–64 hex>»``, is kept byte for byte as rule
+``preexisting``. A new placeholder is ``«redacted <rule> <hex>»``, the hex a
+prefix of ``sha256(segment_sha256 ‖ matched bytes)``: four digits, or for a
+rule whose distinct matches collide there, the shortest length telling all of
+that rule's matches apart. Placeholders hold no newline, so paragraph N of the
+redacted text is paragraph N of the file.
+
+User patterns are Rust regexes in the contract; here they are compiled by
+Python's ``re``, so a pattern must be valid for both. Look-around, which Rust
+does not have, is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from taguru_ray.text.paragraphs import WHITE_SPACE, Paragraph, is_white_space, split_paragraphs
+
+REDACT_VERSION = "redact2"
+SECRETS = "secrets"
+PII = "pii"
+GROUPS: frozenset[str] = frozenset({SECRETS, PII})
+USER_GROUP = "user"
+PREEXISTING_RULE = "preexisting"
+
+# The digest prefix a placeholder carries when nothing under its rule collides.
+MIN_PLACEHOLDER_HEX = 4
+_FULL_HEX = 64
+
+_PLACEHOLDER = re.compile(r"«redacted [a-z0-9_]+ [0-9a-f]{4,64}»")
+_RULE_NAME = re.compile(r"[a-z0-9_]+")
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+# Rust's \s is Unicode White_Space; Python's also takes U+001C..U+001F. Spell the
+# class out so a value ends exactly where the reference's would.
+_WS = "".join(f"\\u{ord(char):04x}" for char in sorted(WHITE_SPACE))
+
+_LOOK_AROUND = ("(?=", "(?!", "(?<=", "(?<!")
+
+
+class RulesError(ValueError):
+    """A ``--redact-rules`` file line that cannot become a rule: a usage error, never skipped."""
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A linear-time search for a pattern ``re`` would backtrack through quadratically.
+
+    Every match holds ``literal``, reached through one run of ``run`` characters
+    (``run`` matches one of them, and never the literal's first character) that
+    starts where ``head`` matches. Then the leftmost match holding an
+    occurrence of the literal starts at the first ``head`` position of the run
+    before it, or there is none — one attempt per occurrence, the same matches
+    ``finditer`` finds (Rust's engine is linear; Python's is not).
+    """
+
+    literal: str
+    run: re.Pattern[str]
+    head: re.Pattern[str]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One redaction rule: its name (written into the placeholder), group and compiled pattern.
+
+    A ``value_only`` rule masks its pattern's group 1 and owns the whole match;
+    ``validate``, when set, must accept the masked text (a check digit the
+    pattern cannot express); ``anchor``, when set, finds the same matches as
+    ``pattern.finditer`` in linear time.
+    """
+
+    name: str
+    group: str
+    pattern: re.Pattern[str]
+    value_only: bool = False
+    validate: Callable[[str], bool] | None = None
+    anchor: Anchor | None = None
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """Successive non-overlapping matches in ``text``, as ``re.finditer`` yields them."""
+        if self.anchor is None:
+            return self.pattern.finditer(text)
+        return _anchored_finditer(self.pattern, self.anchor, text)
+
+
+def _anchored_finditer(
+    pattern: re.Pattern[str], anchor: Anchor, text: str
+) -> Iterator[re.Match[str]]:
+    resume = 0
+    at = text.find(anchor.literal)
+    while at >= 0:
+        start = _run_start(anchor.run, text, at, resume)
+        head = next((p for p in range(start, at) if anchor.head.match(text, p)), None)
+        match = None if head is None else pattern.match(text, head)
+        if match is not None:
+            yield match
+            resume = match.end()
+        at = text.find(anchor.literal, max(at + 1, resume))
+
+
+def _run_start(run: re.Pattern[str], text: str, at: int, resume: int) -> int:
+    start = at
+    while start > resume and run.match(text, start - 1):
+        start -= 1
+    return start
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """One accepted match, as the trace and stderr account for it: never the matched text.
+
+    ``bytes`` is the UTF-8 length of the text the placeholder replaced (of the
+    placeholder itself when ``preexisting``).
+    """
+
+    rule: str
+    paragraph: int
+    placeholder: str
+    bytes: int
+    preexisting: bool = False
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    start: int
+    end: int
+    order: int
+    rule: str
+    preexisting: bool = False
+    owns: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class _Match:
+    rule: str
+    paragraph: int
+    start: int
+    end: int
+    preexisting: bool
+
+
+# --- check digits -----------------------------------------------------------------------------
+
+
+def my_number_check_digit_holds(candidate: str) -> bool:
+    """個人番号: the 12th digit is 11 − (Σ Pn·Qn mod 11), or 0 when that is 10 or 11.
+
+    Pn is the n-th of the first eleven digits counted from the right; Qn is
+    n+1 for n ≤ 6 and n−5 for n ≥ 7. Separators are ignored; only ASCII digits
+    count, so a run with any other digit never validates.
+    """
+    digits = _ascii_digits(candidate)
+    if len(digits) != 12:
+        return False
+    weighted = sum(
+        digit * (n + 1 if n <= 6 else n - 5)
+        for n, digit in enumerate(reversed(digits[:11]), start=1)
+    )
+    remainder = weighted % 11
+    return digits[11] == (0 if remainder <= 1 else 11 - remainder)
+
+
+def payment_card_holds(candidate: str) -> bool:
+    """13–19 digits in a known issuer range whose Luhn check digit holds.
+
+    Ranges: Visa 4, Mastercard 51–55 and 2221–2720, American Express 34/37,
+    JCB 3528–3589, Discover 6011 and 65.
+    """
+    digits = _ascii_digits(candidate)
+    return 13 <= len(digits) <= 19 and _known_issuer(digits) and _luhn_holds(digits)
+
+
+def _ascii_digits(text: str) -> list[int]:
+    return [ord(char) - 48 for char in text if "0" <= char <= "9"]
+
+
+def _known_issuer(digits: list[int]) -> bool:
+    lead2 = digits[0] * 10 + digits[1]
+    lead4 = lead2 * 100 + digits[2] * 10 + digits[3]
+    return (
+        digits[0] == 4
+        or 51 <= lead2 <= 55
+        or 2221 <= lead4 <= 2720
+        or lead2 in (34, 37)
+        or 3528 <= lead4 <= 3589
+        or lead4 == 6011
+        or lead2 == 65
+    )
+
+
+def _luhn_holds(digits: list[int]) -> bool:
+    total = 0
+    for position, digit in enumerate(reversed(digits)):
+        doubled = digit * 2 if position % 2 else digit
+        total += doubled - 9 if doubled > 9 else doubled
+    return total % 10 == 0
+
+
+# --- the built-in rule set (redact2) ----------------------------------------------------------
+
+
+def _builtin(
+    name: str,
+    group: str,
+    source: str,
+    flags: int = 0,
+    *,
+    value_only: bool = False,
+    validate: Callable[[str], bool] | None = None,
+    anchor: Anchor | None = None,
+) -> Rule:
+    return Rule(name, group, re.compile(source, flags), value_only, validate, anchor)
+
+
+# In ADR 0038's order, which is also the tie-break order between candidates.
+_BUILTINS: tuple[Rule, ...] = (
+    _builtin("aws_access_key", SECRETS, r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    _builtin(
+        "github_token",
+        SECRETS,
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})\b",
+    ),
+    _builtin("openai_key", SECRETS, r"\bsk-[A-Za-z0-9_-]{20,}\b"),
+    _builtin("slack_token", SECRETS, r"\bxox[abpr]-[A-Za-z0-9-]{10,}\b"),
+    _builtin("google_api_key", SECRETS, r"\bAIza[0-9A-Za-z_-]{35}\b"),
+    _builtin(
+        "private_key",
+        SECRETS,
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----",
+        re.DOTALL,
+    ),
+    # `eyJ` is base64url for `{"`: header and payload that decode to a JSON object.
+    _builtin(
+        "jwt",
+        SECRETS,
+        r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b",
+    ),
+    # The keyword may end a longer identifier (DB_PASSWORD=) but not continue into
+    # one (max_tokens: is a setting); `secret` also takes its `_key` family.
+    _builtin(
+        "credential_assignment",
+        SECRETS,
+        r"\b[a-z0-9_]*(?:password|passwd|secret(?:_access)?_key(?:_base)?|secret|token"
+        rf"|api[_-]?key)[{_WS}]*[=:][{_WS}]*[\"']?([^{_WS}\"',;]+)",
+        re.IGNORECASE,
+        value_only=True,
+    ),
+    _builtin(
+        "authorization_header",
+        SECRETS,
+        rf"\bAuthorization:[{_WS}]*(?:Bearer|Basic)[{_WS}]+([^{_WS}]+)",
+        re.IGNORECASE,
+        value_only=True,
+    ),
+    # No `-` in the scheme: case-folded, `KEY-----https://` would reach back into
+    # a private-key block's closing line.
+    _builtin(
+        "url_userinfo",
+        SECRETS,
+        rf"\b[a-z][a-z0-9+.]*://[^{_WS}/:@]+:([^{_WS}/@]+)@",
+        re.IGNORECASE,
+        value_only=True,
+        anchor=Anchor("://", re.compile("[a-z0-9+.]", re.I), re.compile(r"\b[a-z]", re.I)),
+    ),
+    _builtin(
+        "email",
+        PII,
+        r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b",
+        anchor=Anchor("@", re.compile("[A-Za-z0-9._%+-]"), re.compile(r"\b[A-Za-z0-9._%+-]")),
+    ),
+    # Separators are required: a bare digit run is a date, an article, a price.
+    _builtin(
+        "phone",
+        PII,
+        r"\b0\d{1,4}[-‐]\d{1,4}[-‐]\d{3,4}\b"
+        rf"|\(0\d{{1,4}}\)[{_WS}]?\d{{1,4}}[-‐]\d{{3,4}}\b"
+        r"|\+\d{1,3}[- ]\d{1,4}[- ]\d{2,4}[- ]\d{3,4}\b",
+    ),
+    _builtin(
+        "my_number",
+        PII,
+        r"\b\d{4}[ -]?\d{4}[ -]?\d{4}\b",
+        validate=my_number_check_digit_holds,
+    ),
+    _builtin("payment_card", PII, r"\b\d(?:[ -]?\d){12,18}\b", validate=payment_card_holds),
+)
+
+BUILTIN_NAMES: tuple[str, ...] = tuple(rule.name for rule in _BUILTINS)
+
+
+def builtin_rules(groups: frozenset[str]) -> list[Rule]:
+    """The built-ins of ``groups`` (a subset of ``GROUPS``), in ADR 0038's order."""
+    _check_groups(groups)
+    return [rule for rule in _BUILTINS if rule.group in groups]
+
+
+def groups_from_setting(setting: str) -> frozenset[str]:
+    """The groups a resolved ``redact`` setting names: ``""`` (off), both, secrets or pii."""
+    if setting == "":
+        return frozenset()
+    if setting == "both":
+        return GROUPS
+    if setting in GROUPS:
+        return frozenset({setting})
+    raise ValueError(f"redact takes '', both, secrets or pii, got {setting!r}")
+
+
+def redaction_input(groups: frozenset[str], rules_sha256: str | None) -> str:
+    """The manifest/checkpoint ``redaction`` value (a computation input, ADR 0038 §3.5).
+
+    ``""`` off; ``redact2`` for both groups, ``redact2:secrets`` or
+    ``redact2:pii`` for one; ``+<64 hex>`` (the rules file's whole SHA-256)
+    appended when a rules file is given — which needs redaction on.
+    """
+    _check_groups(groups)
+    if not groups:
+        if rules_sha256 is not None:
+            raise ValueError(
+                "--redact-rules needs --redact: a rules file with redaction off runs nothing"
+            )
+        return ""
+    value = REDACT_VERSION if groups == GROUPS else f"{REDACT_VERSION}:{next(iter(groups))}"
+    if rules_sha256 is None:
+        return value
+    if not _SHA256_HEX.fullmatch(rules_sha256):
+        raise ValueError(f"a rules file digest is 64 lowercase hex digits, got {rules_sha256!r}")
+    return f"{value}+{rules_sha256}"
+
+
+def _check_groups(groups: frozenset[str]) -> None:
+    unknown = sorted(groups - GROUPS)
+    if unknown:
+        raise ValueError(f"redaction groups are secrets and pii, got {', '.join(unknown)}")
+
+
+# --- the user's rules file --------------------------------------------------------------------
+
+
+def parse_rules_file(text: str | bytes, *, path: str) -> tuple[list[Rule], str]:
+    """A ``--redact-rules`` file's rules, in file order, and the SHA-256 hex of its bytes.
+
+    One ``name<TAB>regex`` per line; blank lines and lines starting with ``#``
+    are ignored. A name is ``[a-z0-9_]+``, not a built-in's (whichever groups
+    are on), not ``preexisting``, not an earlier line's; the pattern must
+    compile and may not look around. Any other line raises ``RulesError``
+    naming the path, the line and the fix. Pass the file's raw bytes, or text
+    read with ``newline=""``, so the digest is of the bytes on disk.
+    """
+    raw = text if isinstance(text, bytes) else text.encode("utf-8")
+    try:
+        decoded = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise RulesError(
+            f"--redact-rules: {path}: is not UTF-8 ({error}) — save it as UTF-8"
+        ) from None
+    rules: list[Rule] = []
+    first_line: dict[str, int] = {}
+    for number, line in enumerate(_lines(decoded), start=1):
+        if is_white_space(line) or line.lstrip("".join(WHITE_SPACE)).startswith("#"):
+            continue
+        try:
+            rule = _user_rule(line, first_line)
+        except ValueError as error:
+            raise RulesError(f"--redact-rules: {path}: line {number}: {error}") from None
+        first_line[rule.name] = number
+        rules.append(rule)
+    return rules, hashlib.sha256(raw).hexdigest()
+
+
+def _lines(text: str) -> list[str]:
+    """Rust's ``str::lines`` with the reference's trailing-CR trim: ``\\n`` ends a line."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
+def _user_rule(line: str, first_line: dict[str, int]) -> Rule:
+    name, tab, pattern = line.partition("\t")
+    if not tab:
+        raise ValueError(
+            "expected name<TAB>regex, found no tab — separate the rule name from its "
+            "pattern with one TAB character"
+        )
+    _check_user_name(name, first_line)
+    return Rule(name, USER_GROUP, _compile_user_pattern(name, pattern))
+
+
+def _check_user_name(name: str, first_line: dict[str, int]) -> None:
+    if not _RULE_NAME.fullmatch(name):
+        raise ValueError(
+            f"rule name '{name}' is not [a-z0-9_]+ — it is written into the placeholder; "
+            "use lowercase ASCII letters, digits and _"
+        )
+    if name in BUILTIN_NAMES or name == PREEXISTING_RULE:
+        what = (
+            "a built-in rule's name" if name in BUILTIN_NAMES else "reserved for kept placeholders"
+        )
+        raise ValueError(f"'{name}' is {what} — give the rule another name")
+    if name in first_line:
+        raise ValueError(
+            f"rule '{name}' given twice (first at line {first_line[name]}) — rename or remove one"
+        )
+
+
+def _compile_user_pattern(name: str, pattern: str) -> re.Pattern[str]:
+    if pattern == "":
+        raise ValueError(f"rule '{name}' has an empty pattern — write the regex after the TAB")
+    try:
+        compiled = re.compile(pattern)
+    except re.error as error:
+        raise ValueError(
+            f"rule '{name}': the pattern does not compile ({error}) — fix the regex"
+        ) from None
+    if _has_look_around(pattern):
+        raise ValueError(
+            f"rule '{name}': look-around ((?=, (?!, (?<=, (?<!) is not supported — a Rust "
+            r"regex has none; bound the pattern with \b instead"
+        )
+    return compiled
+
+
+def _has_look_around(pattern: str) -> bool:
+    """Whether a look-around group opens outside a character class (escapes skipped)."""
+    index, in_class = 0, False
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            index = _class_body_start(pattern, index + 1)
+            continue
+        elif pattern.startswith(_LOOK_AROUND, index):
+            return True
+        index += 1
+    return False
+
+
+def _class_body_start(pattern: str, index: int) -> int:
+    """Skip a class's ``^`` and a leading ``]``, which is a literal there."""
+    if pattern.startswith("^", index):
+        index += 1
+    if pattern.startswith("]", index):
+        index += 1
+    return index
+
+
+# --- scanning ---------------------------------------------------------------------------------
+
+
+def _scan(text: str, rules: Sequence[Rule]) -> list[_Match]:
+    """Every accepted match, paragraph by paragraph, offsets into ``text``."""
+    matches: list[_Match] = []
+    for paragraph, offset in _paragraph_offsets(text):
+        for found in _accept(_unshadowed(_candidates(paragraph.text, rules))):
+            matches.append(
+                _Match(
+                    found.rule,
+                    paragraph.index,
+                    offset + found.start,
+                    offset + found.end,
+                    found.preexisting,
+                )
+            )
+    return matches
+
+
+def _paragraph_offsets(text: str) -> Iterator[tuple[Paragraph, int]]:
+    """Each canonical paragraph with its offset in ``text``.
+
+    ``find`` from the previous paragraph's end lands on the paragraph itself:
+    only White_Space separates paragraphs, and a paragraph holds a character
+    that is not White_Space, so no earlier occurrence can start in the gap.
+    """
+    cursor = 0
+    for paragraph in split_paragraphs(text):
+        start = text.find(paragraph.text, cursor)
+        yield paragraph, start
+        cursor = start + len(paragraph.text)
+
+
+def _candidates(paragraph: str, rules: Sequence[Rule]) -> list[_Candidate]:
+    found = [
+        _Candidate(placeholder.start(), placeholder.end(), -1, PREEXISTING_RULE, preexisting=True)
+        for placeholder in _PLACEHOLDER.finditer(paragraph)
+    ]
+    for order, rule in enumerate(rules):
+        for match in rule.finditer(paragraph):
+            candidate = _candidate(match, order, rule)
+            if candidate is not None:
+                found.append(candidate)
+    return found
+
+
+def _candidate(match: re.Match[str], order: int, rule: Rule) -> _Candidate | None:
+    owns: tuple[int, int] | None = None
+    start, end = match.span()
+    if rule.value_only:
+        owns = (start, end)
+        start, end = match.span(1)
+        if start < 0:
+            return None
+    if rule.validate is not None and not rule.validate(match.string[start:end]):
+        return None
+    return _Candidate(start, end, order, rule.name, owns=owns)
+
+
+def _unshadowed(candidates: list[_Candidate]) -> list[_Candidate]:
+    """Drop other rules' candidates inside a value-only rule's whole match.
+
+    A kept placeholder is never shadowed, and owners never shadow each other:
+    between overlapping owners the ordering decides, so neither secret is lost.
+    """
+    owned = [(found.rule, *found.owns) for found in candidates if found.owns is not None]
+    return [
+        found
+        for found in candidates
+        if found.preexisting
+        or found.owns is not None
+        or not any(
+            rule != found.rule and found.start < to and found.end > since
+            for rule, since, to in owned
+        )
+    ]
+
+
+def _accept(candidates: list[_Candidate]) -> list[_Candidate]:
+    """Start ascending, length descending, rule order; greedily, without overlap."""
+    accepted: list[_Candidate] = []
+    taken_until = 0
+    for found in sorted(candidates, key=lambda found: (found.start, -found.end, found.order)):
+        if found.start < taken_until or found.end <= found.start:
+            continue
+        taken_until = found.end
+        accepted.append(found)
+    return accepted
+
+
+# --- masking ----------------------------------------------------------------------------------
+
+
+def redact(text: str, segment_sha256: str, rules: Sequence[Rule]) -> tuple[str, list[Redaction]]:
+    """The redacted segment and one ``Redaction`` per accepted match, in text order.
+
+    ``segment_sha256`` (the manifest's hash of the unredacted text) salts the
+    placeholder digests, so the same secret masks the same way throughout a
+    segment and differently in another. The paragraph split of the result has
+    the same paragraphs, by count and index, as the original's.
+    """
+    matches = _scan(text, rules)
+    placeholders = _placeholders(text, segment_sha256, matches)
+    pieces: list[str] = []
+    redactions: list[Redaction] = []
+    cursor = 0
+    for found in matches:
+        matched = text[found.start : found.end]
+        placeholder = matched if found.preexisting else placeholders[found.rule, matched]
+        pieces += [text[cursor : found.start], placeholder]
+        size = len(matched.encode("utf-8"))
+        redactions.append(
+            Redaction(found.rule, found.paragraph, placeholder, size, found.preexisting)
+        )
+        cursor = found.end
+    pieces.append(text[cursor:])
+    return "".join(pieces), redactions
+
+
+def _placeholders(
+    text: str, segment_sha256: str, matches: Iterable[_Match]
+) -> dict[tuple[str, str], str]:
+    """``(rule, matched) -> placeholder``, each rule's hex width chosen from all its matches."""
+    digests: dict[str, dict[str, str]] = {}
+    for found in matches:
+        if found.preexisting:
+            continue
+        by_text = digests.setdefault(found.rule, {})
+        matched = text[found.start : found.end]
+        if matched not in by_text:
+            salted = segment_sha256.encode("ascii") + matched.encode("utf-8")
+            by_text[matched] = hashlib.sha256(salted).hexdigest()
+    placeholders: dict[tuple[str, str], str] = {}
+    for rule, by_text in digests.items():
+        width = _distinguishing_width(list(by_text.values()))
+        for matched, digest in by_text.items():
+            placeholders[rule, matched] = f"«redacted {rule} {digest[:width]}»"
+    return placeholders
+
+
+def _distinguishing_width(digests: list[str]) -> int:
+    """The shortest prefix length, at least four, under which every digest is distinct."""
+    for width in range(MIN_PLACEHOLDER_HEX, _FULL_HEX):
+        if len({digest[:width] for digest in digests}) == len(digests):
+            return width
+    return _FULL_HEX
+
+
+# --- what the rest of the pipeline asks -------------------------------------------------------
+
+
+def scan_answer_text(text: str, rules: Sequence[Rule]) -> list[str]:
+    """The rules a model-written string trips, distinct, in order of first hit.
+
+    The answer scan (ADR 0038 §3.3): the same rules, the same per-paragraph
+    matching; a placeholder in the string is what the masked text showed and
+    trips nothing (a placeholder subject or object is removed elsewhere).
+    """
+    names: list[str] = []
+    for found in _scan(text, rules):
+        if not found.preexisting and found.rule not in names:
+            names.append(found.rule)
+    return names
+
+
+def is_placeholder(name: str) -> bool:
+    """Whether ``name`` is exactly one placeholder, ``«redacted <rule> <4–64 hex>»``."""
+    return _PLACEHOLDER.fullmatch(name) is not None
+
+
+def contains_placeholder(name: str) -> bool:
+    """Whether ``name`` holds a placeholder anywhere — not an entity (ADR 0038 §3.3)."""
+    return "«" in name and _PLACEHOLDER.search(name) is not None
+
+
+def stderr_summary(redactions: Sequence[Redaction]) -> str:
+    """The per-segment stderr line after ``taguru: extract: <source>: ``; ``""`` for none.
+
+    ``redacted N match(es): aws_access_key ×1 (paragraph 0), email ×2
+    (paragraphs 3, 5)`` — N counts what this read masked, rules in order of
+    first appearance, each with its distinct paragraphs ascending. Placeholders
+    the input already carried are counted apart:
+    ``; K pre-existing placeholder(s) kept (paragraph 2)``.
+    """
+    if not redactions:
+        return ""
+    masked = [found for found in redactions if not found.preexisting]
+    kept = [found.paragraph for found in redactions if found.preexisting]
+    line = f"redacted {len(masked)} match(es)"
+    if masked:
+        line += ": " + ", ".join(
+            f"{rule} ×{len(paragraphs)} ({_paragraph_list(paragraphs)})"
+            for rule, paragraphs in _paragraphs_by_rule(masked).items()
+        )
+    if kept:
+        line += f"; {len(kept)} pre-existing placeholder(s) kept ({_paragraph_list(kept)})"
+    return line
+
+
+def _paragraphs_by_rule(redactions: Iterable[Redaction]) -> dict[str, list[int]]:
+    by_rule: dict[str, list[int]] = {}
+    for found in redactions:
+        by_rule.setdefault(found.rule, []).append(found.paragraph)
+    return by_rule
+
+
+def _paragraph_list(paragraphs: Iterable[int]) -> str:
+    distinct = sorted(set(paragraphs))
+    noun = "paragraph" if len(distinct) == 1 else "paragraphs"
+    return f"{noun} {', '.join(map(str, distinct))}"
