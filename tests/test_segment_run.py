@@ -204,10 +204,11 @@ def test_transport_failure_fails_the_segment_with_its_reason() -> None:
         )
     )
     outcome = run(model, MemoryRecorder())
+    piece = outcome.notes[-1].split(": piece ", 1)[1][:12]
+    log = "out/.extract-trace/docs__ray.md-560df6ec26361874.attempts.jsonl"
     assert outcome.notes[-1].endswith(
-        "HTTP 500: boom (after 4 tries) — records: "
-        "out/.extract-trace/docs__ray.md-560df6ec26361874"
-        ".attempts.jsonl"
+        f"HTTP 500: boom (after 4 tries) — records: {log} "
+        f"(taguru-ray inspect {log} --piece {piece})"
     )
 
 

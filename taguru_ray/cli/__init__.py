@@ -12,6 +12,9 @@ usage: taguru-ray <verb> [options]
 verbs:
   extract    extract Taguru source files from segments, on Ray
   simulate   run the OpenAI-compatible model simulator on loopback
+  inspect    read one segment's attempts log: every completion, the ladder's moves
+  anchoring  judge written source files against their own passage text
+  metrics    fold an --out's records into metric tables (loss, coverage, cost, …)
 
 taguru-ray <verb> --help shows a verb's options.
 """
@@ -34,5 +37,17 @@ def main(argv: list[str] | None = None) -> int:
         from taguru_ray.cli.simulate import main as simulate_main
 
         return simulate_main(rest)
+    if verb == "inspect":
+        from taguru_ray.cli.inspect import main as inspect_main
+
+        return inspect_main(rest)
+    if verb == "anchoring":
+        from taguru_ray.cli.anchoring import main as anchoring_main
+
+        return anchoring_main(rest)
+    if verb == "metrics":
+        from taguru_ray.cli.metrics import main as metrics_main
+
+        return metrics_main(rest)
     print(f"taguru-ray: unknown verb {verb!r}\n\n{USAGE}", end="", file=sys.stderr)
     return 2

@@ -1,0 +1,107 @@
+"""``taguru-ray anchoring OUT [OUT ...] [--json report.json] [--list N]``.
+
+Parsing and file access only; the judgment is `taguru_ray.tools.anchoring`.
+An OUT is an extract --out (any fsspec URL; its ``*.jsonl`` source files,
+non-recursive, so ``.extract-trace/`` is never read) or one source file.
+Exit codes: 0 every source file judged or skipped; 1 some file refused (named,
+counted under failed, the report still written whole), no source file at
+all, or the report could not be written; 2 a usage error or a missing OUT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+import fsspec
+
+from taguru_ray.contract.names import join
+from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from taguru_ray.store.outdir import OutDir
+from taguru_ray.tools.anchoring import judge_files, render_text
+
+PROG = "taguru-ray anchoring"
+PREFIX = "taguru-ray: anchoring: "
+DEFAULT_LIST = 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Judge written source files against their own passage text: the strict "
+        "and alias-group anchoring rates (subject and object in the cited paragraph, else the "
+        "whole passage) and locator validity, per source file and overall. Read the strict rate "
+        "within one segment type: a table whose rows never repeat the title's name scores low "
+        "however faithful it is.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("outs", nargs="+", metavar="OUT", help="an extract --out, or a source file")
+    parser.add_argument(
+        "--json", metavar="FILE", help="write the report, every listed association included"
+    )
+    parser.add_argument(
+        "--list",
+        metavar="N",
+        type=_count,
+        default=DEFAULT_LIST,
+        help="associations not strictly anchored to print per source file "
+        f"(default {DEFAULT_LIST}, 0 none)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    try:
+        args = build_parser().parse_args(list(argv))
+    except SystemExit as exit_:  # --help (0) or a usage error (2), already printed
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    files: dict[str, bytes] = {}
+    for out in args.outs:
+        try:
+            files.update(_source_files(out))
+        except FileNotFoundError as error:
+            print(f"{PREFIX}{out}: {error}", file=sys.stderr)
+            return EXIT_USAGE
+    if not files:
+        print(f"{PREFIX}no source file (*.jsonl) in {', '.join(args.outs)}", file=sys.stderr)
+        return EXIT_FAILED
+    report = judge_files(files)
+    for error in report.failed.values():
+        print(f"{PREFIX}{error} — counted under failed, skipped", file=sys.stderr)
+    for name in report.skipped:
+        print(f"{PREFIX}{name}: no passage (--no-passage) — skipped", file=sys.stderr)
+    sys.stdout.write(render_text(report, args.list))
+    if args.json:
+        body = json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n"
+        try:
+            with fsspec.open(args.json, "w", encoding="utf-8") as handle:
+                handle.write(body)
+        except OSError as error:
+            print(f"{PREFIX}writing {args.json}: {error}", file=sys.stderr)
+            return EXIT_FAILED
+    return EXIT_FAILED if report.failed else EXIT_OK
+
+
+def _source_files(out: str) -> dict[str, bytes]:
+    """Path -> bytes: a folder's ``*.jsonl`` (sorted; hidden names skipped), or one file.
+
+    Paths are spelled from OUT as given, so two OUTs holding the same file name stay apart.
+    """
+    folder = OutDir(out)
+    if not folder.fs.exists(folder.root):
+        raise FileNotFoundError("no such folder or file")
+    if not folder.fs.isdir(folder.root):
+        return {out: bytes(folder.fs.cat_file(folder.root))}
+    names = sorted(
+        name for name in folder.names() if name.endswith(".jsonl") and not name.startswith(".")
+    )
+    found = folder.read_many(names)
+    return {join(out, name): found[name] for name in names if name in found}
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"needs a count (0 or more), got {text!r}")
+    return int(text)

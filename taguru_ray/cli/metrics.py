@@ -1,0 +1,112 @@
+"""``taguru-ray metrics OUT [--compare OTHER_OUT] [--prices FILE] [--parquet DIR]``.
+
+Parsing and file access only; the fold is `taguru_ray.tools.metrics`, the
+tables `taguru_ray.tools.metric_tables`. Exit codes: 0 the tables were
+printed (a failed segment is a row, not an error); 1 an OUT holds no records,
+or the Parquet files could not be written; 2 a usage error, a missing OUT or
+a bad --prices file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import fsspec
+
+from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError, UsageError
+from taguru_ray.store.outdir import TRACE, OutDir
+from taguru_ray.tools.metric_tables import compare, tables
+from taguru_ray.tools.metrics import MetricsReport, Prices, collect, load_prices
+from taguru_ray.tools.records import unreadable_note
+from taguru_ray.tools.tables import render_all, write_parquet
+
+PROG = "taguru-ray metrics"
+PREFIX = "taguru-ray: metrics: "
+PRICES_HELP = (
+    'a JSON file of dollars per one million tokens per model, {"<model>": {"input": 0.15, '
+    '"output": 0.6}}; the model is the one each run\'s settings record names'
+)
+
+
+class NoRecords(TaguruRayError):
+    """An OUT with no trace or attempts log: nothing to fold."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Fold an extract --out's trace and attempts logs into metric tables per "
+        "segment and run (and per context when there are several): loss rates by reason, "
+        "paragraph coverage, correction success, attempt states, ladder moves, label "
+        "concentration, graph shape, time, tokens and money. Replayed completions are left out "
+        "of every sum; failed segments are counted apart, their cost included.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("out", metavar="OUT", help="an extract --out (a path or URL)")
+    parser.add_argument("--compare", metavar="OTHER_OUT", help="print this OUT minus OTHER_OUT")
+    parser.add_argument("--prices", metavar="FILE", help=PRICES_HELP)
+    parser.add_argument("--parquet", metavar="DIR", help="also write one <table>.parquet per table")
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    try:
+        args = build_parser().parse_args(list(argv))
+    except SystemExit as exit_:  # --help (0) or a usage error (2), already printed
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    try:
+        prices = _prices(args.prices)
+        this = _collect(args.out, prices)
+        other = _collect(args.compare, prices) if args.compare else None
+    except TaguruRayError as error:
+        print(f"{PREFIX}{error}", file=sys.stderr)
+        return error.exit_code
+    priced = bool(prices.per_model)
+    made = tables(this, priced)
+    notes: list[str] = []
+    if other is not None:
+        table, notes = compare(this, other, priced)
+        made.append(table)
+    sys.stdout.write(render_all(made))
+    for note in notes:
+        print(note)
+    if args.parquet:
+        try:
+            write_parquet(made, args.parquet)
+        except OSError as error:
+            print(f"{PREFIX}writing Parquet to {args.parquet}: {error}", file=sys.stderr)
+            return EXIT_FAILED
+    return EXIT_OK
+
+
+def _prices(path: str | None) -> Prices:
+    if path is None:
+        return Prices()
+    try:
+        with fsspec.open(path, "r", encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"--prices {path}: {error}") from None
+    return load_prices(text, f"--prices {path}")
+
+
+def _collect(url: str, prices: Prices) -> MetricsReport:
+    out = OutDir(url)
+    if not out.fs.isdir(out.root):
+        raise UsageError(f"{url}: no such folder")
+    report = collect(out, prices)
+    if not report.segments:
+        raise NoRecords(f"{url}: no records — expected {TRACE}/<stem>.jsonl or .attempts.jsonl")
+    for scope in report.segments:
+        files = scope.segment
+        if files is None:
+            continue
+        for suffix, lines in ((".jsonl", files.trace), (".attempts.jsonl", files.attempts)):
+            note = unreadable_note(f"{TRACE}/{files.stem}{suffix}", lines) if lines else None
+            if note:
+                print(f"{PREFIX}{url}: {note}", file=sys.stderr)
+    for model in sorted(report.run.fold.unpriced_models):
+        print(f"{PREFIX}{url}: no price for model {model!r} — its cost shows as -", file=sys.stderr)
+    return report

@@ -1,0 +1,137 @@
+"""Reading the records extract leaves behind: tolerant JSONL, and one segment's files in --out.
+
+The attempts log is written line by line on purpose (CONTRACT.md section
+4.2), so a killed run can leave its last line torn. Every reader here treats
+a line that is not a JSON object as unreadable — counted, said by the caller,
+never a failure — and skips it. Record types a reader does not know are
+skipped by the reader too (CONTRACT.md section 4: "skip unknown types").
+
+A segment's files share one stem: ``<out>/<stem>.jsonl`` (the source file),
+``<out>/.extract-trace/<stem>.jsonl`` (the trace, only for a written segment)
+and ``<out>/.extract-trace/<stem>.attempts.jsonl`` (the attempts log, kept
+when the segment fails). --out may be any fsspec URL (CONTRACT.md section 10).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from taguru_ray.store.outdir import TRACE, OutDir
+
+Record = dict[str, Any]
+ATTEMPTS_SUFFIX = ".attempts.jsonl"
+JSONL = ".jsonl"
+
+
+@dataclass
+class Lines:
+    """A JSONL file read leniently: its JSON-object lines, in order, and what was skipped."""
+
+    records: list[Record] = field(default_factory=list)
+    unreadable: int = 0  # lines that are not a JSON object
+    torn_tail: bool = False  # the last non-blank line is one of them: a killed run's
+
+    def of_type(self, kind: str) -> list[Record]:
+        return [record for record in self.records if record.get("type") == kind]
+
+
+def read_lines(data: bytes) -> Lines:
+    """Parse JSONL bytes; blank lines are skipped, a non-object line is counted, not raised."""
+    lines = Lines()
+    last_bad = False
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except ValueError:  # json.JSONDecodeError and UnicodeDecodeError alike
+            value = None
+        last_bad = not isinstance(value, dict)
+        if last_bad:
+            lines.unreadable += 1
+        else:
+            lines.records.append(value)
+    lines.torn_tail = last_bad
+    return lines
+
+
+def attempt_key(ref: Any) -> tuple[str, int] | None:
+    """``{run_id, attempt_seq}`` as a hashable key; None when absent or malformed."""
+    if not isinstance(ref, dict):
+        return None
+    run_id, seq = ref.get("run_id"), ref.get("attempt_seq")
+    if isinstance(run_id, str) and isinstance(seq, int) and not isinstance(seq, bool):
+        return run_id, seq
+    return None
+
+
+def unreadable_note(name: str, lines: Lines) -> str | None:
+    """The one line a reader says about skipped lines, or None when there were none."""
+    if not lines.unreadable:
+        return None
+    torn = " — the last line is torn (a killed run, most likely)" if lines.torn_tail else ""
+    return f"{name}: {lines.unreadable} unreadable line(s) skipped{torn}"
+
+
+@dataclass
+class SegmentFiles:
+    """One segment's records in an --out: trace (None when not written) and attempts log."""
+
+    stem: str
+    trace: Lines | None
+    attempts: Lines | None
+    source_file: bytes | None  # the written source file, when it exists
+
+    @property
+    def source(self) -> str:
+        """The segment's source as its own records spell it (else the stem)."""
+        for lines in (self.trace, self.attempts):
+            if lines is not None:
+                for record in lines.of_type("segment"):
+                    if isinstance(record.get("source"), str):
+                        return str(record["source"])
+        return self.stem
+
+    @property
+    def status(self) -> str:
+        """``written``; ``failed`` (a log, no trace, no source file); ``untraced``."""
+        if self.trace is not None:
+            return "written"
+        return "untraced" if self.source_file is not None else "failed"
+
+
+def segment_files(out: OutDir) -> list[SegmentFiles]:
+    """Every segment --out holds records for, by stem (name order); hidden temp files skipped."""
+    names = {name for name in out.names(TRACE) if not name.startswith(".")}
+    traces = {n[: -len(JSONL)] for n in names if n.endswith(JSONL) and not _is_log(n)}
+    logs = {n[: -len(ATTEMPTS_SUFFIX)] for n in names if _is_log(n)}
+    stems = sorted(traces | logs)
+    wanted = [f"{TRACE}/{s}{JSONL}" for s in traces] + [
+        f"{TRACE}/{s}{ATTEMPTS_SUFFIX}" for s in logs
+    ]
+    wanted += [f"{s}{JSONL}" for s in stems]
+    data = out.read_many(wanted)
+    segments = []
+    for stem in stems:
+        trace = data.get(f"{TRACE}/{stem}{JSONL}")
+        log = data.get(f"{TRACE}/{stem}{ATTEMPTS_SUFFIX}")
+        segments.append(
+            SegmentFiles(
+                stem=stem,
+                trace=None if trace is None else read_lines(trace),
+                attempts=None if log is None else read_lines(log),
+                source_file=data.get(f"{stem}{JSONL}"),
+            )
+        )
+    return segments
+
+
+def attempts_log_path(out: str, stem: str) -> str:
+    """The attempts log's path as a user would type it: --out as given, then the name."""
+    return f"{out.rstrip('/')}/{TRACE}/{stem}{ATTEMPTS_SUFFIX}"
+
+
+def _is_log(name: str) -> bool:
+    return name.endswith(ATTEMPTS_SUFFIX)
