@@ -2,11 +2,9 @@
 
 Precedence is flag over environment over ``--config FILE`` over the default,
 for every knob (seed 000). Each knob is declared once in `KNOBS` with the flag
-and the variable that set it, the parser both share and whether a non-default
-value is built yet: a feature that is not built is refused with a usage error,
-never parsed and ignored. The compute inputs — what the manifest and the
-checkpoints compare — are derived from a Settings in `compute_inputs`, the one
-place that knows them.
+and the variable that set it and the parser both share. The compute inputs —
+what the manifest and the checkpoints compare — are derived from a Settings in
+`compute_inputs`, the one place that knows them.
 """
 
 from __future__ import annotations
@@ -132,20 +130,17 @@ def _redact(text: str) -> str:
 
 @dataclass(frozen=True)
 class Knob:
-    """One setting: where it may come from, how it parses, and whether it is built."""
+    """One setting: where it may come from and how it parses."""
 
     field: str
     flag: str | None
     env: str | None
     parse: Callable[[str], Any]
     default: Any
-    built: bool = True
-    what: str = ""  # for "not supported yet": the feature's name
 
 
-# One line per knob: field, flag, variable, parser, default[, not built yet].
+# One line per knob: field, flag, variable, parser, default.
 # fmt: off
-_NOT_BUILT = {"built": False}
 KNOBS: tuple[Knob, ...] = (
     Knob("url", None, "TAGURU_EXTRACT_URL", _text, None),
     Knob("model", None, "TAGURU_EXTRACT_MODEL", _text, None),
@@ -161,7 +156,6 @@ KNOBS: tuple[Knob, ...] = (
     Knob("diagnostics_out", "--diagnostics-out", "TAGURU_EXTRACT_DIAGNOSTICS", _text, None),
     Knob("diagnostics_raw_bytes", None, "TAGURU_EXTRACT_DIAGNOSTICS_RAW_BYTES",
          _int_at_least(0), 0),
-    # Not built yet: accepted at their default, refused otherwise.
     Knob("fact_budget", "--fact-budget", "TAGURU_EXTRACT_FACT_BUDGET", _int_at_least(0), 0),
     Knob("questions", "--questions", None, _int_between(1, 8), 0),
     Knob("structured_output", "--structured-output", "TAGURU_EXTRACT_STRUCTURED_OUTPUT",
@@ -171,8 +165,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("escalation_factor", None, "TAGURU_EXTRACT_ESCALATION_FACTOR", _int_at_least(0), 2),
     Knob("runaway_ratio", None, "TAGURU_EXTRACT_RUNAWAY_RATIO", _int_at_least(0), 8),
     Knob("chunk_context", "--chunk-context", "TAGURU_EXTRACT_CHUNK_CONTEXT",
-         _choice("off", "structure", "overview", "ingested"), "off",
-         **_NOT_BUILT, what="--chunk-context"),
+         _choice("off", "structure", "overview", "ingested"), "off"),
     Knob("lossy", "--lossy", "TAGURU_EXTRACT_LOSSY", _boolish, False),
     Knob("carryover", "--carryover", "TAGURU_EXTRACT_CARRYOVER", _int_at_least(0), 0),
     Knob("gleanings", "--gleanings", "TAGURU_EXTRACT_GLEANINGS", _int_at_least(0), 0),
@@ -411,11 +404,6 @@ def _resolve_knob(
             value = knob.parse(raw)
         except ValueError as error:
             raise UsageError(f"{where}: {error}") from None
-    if not knob.built and value != knob.default and value not in (None, "", False):
-        raise UsageError(
-            f"{where}: {knob.what or knob.field} is not supported yet by this version of "
-            "taguru-ray — remove it to run"
-        )
     return value
 
 

@@ -38,6 +38,8 @@ def answer(*triples: tuple[str, str, str, int]) -> str:
 class MemoryRecorder:
     units: dict[str, dict[str, Any]] = field(default_factory=dict)
     splits: dict[str, int] = field(default_factory=dict)
+    overview: dict[str, str] = field(default_factory=dict)
+    overview_digest: str = ""
     log_records: list[dict[str, Any]] = field(default_factory=list)
     sidecar_records: list[dict[str, Any]] = field(default_factory=list)
     saved: list[str] = field(default_factory=list)
@@ -46,10 +48,22 @@ class MemoryRecorder:
     sidecar_path: str | None = None
 
     def load(self, fingerprint: dict[str, Any], *, discard: bool) -> tuple[Resume, str | None]:
-        return (Resume() if discard else Resume(dict(self.units), dict(self.splits))), None
+        if discard:
+            return Resume(), None
+        return Resume(dict(self.units), dict(self.splits), dict(self.overview)), None
 
     async def save_split(self, piece_id: str, cap: int) -> None:
         self.splits[piece_id] = cap
+
+    async def save_overview(self, chunk_sha256: str, answer: str) -> None:
+        self.overview[chunk_sha256] = answer
+
+    async def bind_overview(self, digest: str, *, keep: bool) -> bool:
+        stale = keep and bool(self.units) and self.overview_digest != digest
+        if stale:
+            self.units.clear()
+        self.overview_digest = digest
+        return stale
 
     async def begin(self, records: list[dict[str, Any]], *, fresh: bool) -> None:
         self.fresh = fresh

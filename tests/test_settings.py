@@ -78,12 +78,12 @@ def test_a_bad_config_line_is_named(tmp_path: Path) -> None:
     assert "line 1: expected KEY=VALUE" in usage("--config", str(config))
 
 
-def test_unbuilt_features_are_refused_not_ignored() -> None:
+def test_every_seed_feature_is_accepted_by_flag_and_variable() -> None:
     assert settings("--lossy").lossy is True
-    assert "not supported yet" in usage("--chunk-context", "structure")
-    assert "not supported yet" in usage(env={"TAGURU_EXTRACT_CHUNK_CONTEXT": "overview"})
+    assert settings("--chunk-context", "structure").chunk_context == "structure"
+    assert settings(env={"TAGURU_EXTRACT_CHUNK_CONTEXT": "overview"}).chunk_context == "overview"
+    assert "--chunk-context: takes" in usage("--chunk-context", "sideways")
     assert settings("--structured-output", "json-schema").structured_output == "json-schema"
-    settings("--structured-output", "off")  # the default is fine
 
 
 def test_steering_flags_that_need_another_are_usage_errors() -> None:
@@ -92,6 +92,7 @@ def test_steering_flags_that_need_another_are_usage_errors() -> None:
     assert settings("--redact", "pii").redact == "pii"
     assert settings(env={"TAGURU_EXTRACT_REDACT": "secrets"}).redact == "secrets"
     assert settings("--candidates", "--coverage").candidates is True
+    assert "--chunk-context ingested needs --vocabulary" in usage("--chunk-context", "ingested")
 
 
 def test_a_flag_given_twice_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

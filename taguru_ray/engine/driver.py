@@ -14,11 +14,11 @@ from urllib.parse import urlsplit
 import ray
 
 from taguru_ray.contract.names import join, output_name
+from taguru_ray.engine.chunk_context import plan_segment
 from taguru_ray.engine.run import ExtractRun
 from taguru_ray.engine.scan import Console, Tally, scan, skip_line
 from taguru_ray.engine.segment import FAILURE_PREFIX
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, MESSAGE_PREFIX, StartupError
-from taguru_ray.pipeline.plan import plan_chunks
 from taguru_ray.pipeline.read import read_segment, redact_segment
 from taguru_ray.settings import Settings, checkpoint_fingerprint
 from taguru_ray.store.checkpoints import count_reusable
@@ -54,7 +54,7 @@ def dry_run(settings: Settings, console: Console) -> int:
             tally.unchanged += 1
             continue
         segment, redactions = redact_segment(read_segment(source, scanned.data), inputs.redaction)
-        chunks = plan_chunks(segment.paragraphs, settings.chunk_bytes)
+        _, chunks = plan_segment(settings.chunk_context, segment.paragraphs, settings.chunk_bytes)
         masked = sum(1 for found in redactions if not found.preexisting)
         fingerprint = checkpoint_fingerprint(settings, segment.sha256)
         reusable = (

@@ -25,7 +25,13 @@ from typing import Any, Literal
 
 from taguru_ray.contract.records import Record, attempt_ref
 from taguru_ray.llm.client import Completion, CompletionRequest
-from taguru_ray.llm.ladder import LadderConfig, non_conformance, response_format
+from taguru_ray.llm.ladder import (
+    JSON_OBJECT,
+    JSON_SCHEMA,
+    LadderConfig,
+    non_conformance,
+    response_format,
+)
 from taguru_ray.pipeline.carryover import combine, glean_ask
 from taguru_ray.pipeline.mechanical import Offered, Removal, judge, lossy_pass
 from taguru_ray.pipeline.parse import Answer, parse_answer
@@ -539,3 +545,75 @@ async def glean(
         answer = json.dumps(combined, ensure_ascii=False, separators=(",", ":"))
         current = Accepted(judged.output, answer, current.attempt, judged.removed, judged.dropped)
     return Gleaned(current, passes, failed)
+
+
+async def ask_overview(
+    spec: PieceSpec, policy: LoopPolicy, wire: Wire, rung: str | None
+) -> tuple[str | None, str | None]:
+    """The overview pass's one ask for a chunk (ADR 0034): (answer, None) or (None, why).
+
+    Advisory, so never a corrective turn: a cut-off answer gets ADR 0019's one
+    escalated resend when a budget was sent, anything else unusable is simply
+    reported. Under a constrained rung it asks for json_object — the extraction
+    schema is the wrong shape for this answer.
+    """
+    ladder = policy.ladder
+    budget = ladder.max_output_tokens if ladder.engaged else None
+    shape = response_format(JSON_OBJECT) if rung in (JSON_SCHEMA, JSON_OBJECT) else None
+    attempt, escalated = 1, False
+    while True:
+        request = CompletionRequest(
+            spec.conversation.base(),
+            max_tokens=budget,
+            response_format=shape,
+            retry_timeouts=not ladder.engaged,
+        )
+        completion = await wire.complete(request)
+        seq = await _seq_of(completion, wire)
+        verdict, why = _overview_verdict(completion)
+        await wire.on_attempt(
+            _attempt_record(
+                spec, policy, "overview", attempt, seq, None, request, completion, verdict, rung
+            )
+        )
+        if why is None:
+            return completion.text or "", None
+        if verdict.cut_off and budget is not None and not escalated:
+            higher = ladder.escalated(budget)
+            await wire.on_move(
+                move_record(
+                    policy.run_id,
+                    spec,
+                    "escalate",
+                    f"the overview answer was cut off at max_tokens {budget}; resending once at "
+                    f"{higher if higher is not None else 'no cap'}",
+                    from_max_tokens=budget,
+                    to_max_tokens=higher,
+                )
+            )
+            budget, escalated, attempt = higher, True, attempt + 1
+            continue
+        return None, why
+
+
+def _overview_verdict(completion: Completion) -> tuple[_Verdict, str | None]:
+    """The attempt state, and why the answer cannot be used (None when it can)."""
+    if completion.outcome != "answer":
+        return _Verdict(completion.outcome, parse_error=completion.error), completion.error
+    reason = completion.finish_reason or ""
+    if reason in REFUSAL_REASONS or completion.refusal:
+        why = f"the provider refused (finish_reason {reason or 'stop'})"
+        return _Verdict("refusal", parse_error=why, refusal=True), why
+    cut_off = reason in CUT_OFF_REASONS
+    text = (completion.text or "").strip()
+    if not text:
+        return _Verdict("empty", parse_error="the answer was empty", empty=True), "empty answer"
+    if cut_off:
+        why = "the answer was cut off at the output limit"
+        return _Verdict("length_limited", parse_error=why, cut_off=True), why
+    try:
+        json.loads(text.strip("`").removeprefix("json").strip() if text.startswith("```") else text)
+    except ValueError as error:
+        why = f"not a JSON object ({error})"
+        return _Verdict("stop_malformed", parse_error=why), why
+    return _Verdict("stop_valid"), None

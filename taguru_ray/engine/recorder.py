@@ -57,7 +57,9 @@ class StoreRecorder:
         if discard:
             return Resume(), None
         note = self._checkpoint.load()
-        return Resume(dict(self._checkpoint.units), dict(self._checkpoint.splits)), note
+        checkpoint = self._checkpoint
+        resume = Resume(dict(checkpoint.units), dict(checkpoint.splits), dict(checkpoint.overview))
+        return resume, note
 
     def _ensure_checkpoint(self) -> Checkpoint:
         if self._checkpoint is None:
@@ -113,6 +115,16 @@ class StoreRecorder:
         checkpoint = self._ensure_checkpoint()
         async with self._lock:
             await asyncio.to_thread(checkpoint.save_split, piece_id, cap)
+
+    async def save_overview(self, chunk_sha256: str, answer: str) -> None:
+        checkpoint = self._ensure_checkpoint()
+        async with self._lock:
+            await asyncio.to_thread(checkpoint.save_overview, chunk_sha256, answer)
+
+    async def bind_overview(self, digest: str, *, keep: bool) -> bool:
+        checkpoint = self._ensure_checkpoint()
+        async with self._lock:
+            return await asyncio.to_thread(checkpoint.bind_overview, digest, keep=keep)
 
     async def finish(self, source_file: bytes, trace: bytes) -> list[str]:
         name = output_name(self._source)

@@ -22,6 +22,12 @@ from taguru_ray.contract.context_schema import schema_offer
 from taguru_ray.contract.names import attempts_name, join, output_name
 from taguru_ray.contract.records import Record, dumps_lines
 from taguru_ray.contract.source_file import SourceFileError
+from taguru_ray.engine.chunk_context import (
+    OVERVIEW_MODES,
+    blocks_for,
+    overview_pass,
+    plan_segment,
+)
 from taguru_ray.engine.piece import (
     Accepted,
     Complete,
@@ -31,6 +37,7 @@ from taguru_ray.engine.piece import (
     PieceFailed,
     PieceSpec,
     Wire,
+    ask_overview,
     correct_once,
     glean,
     move_record,
@@ -47,12 +54,14 @@ from taguru_ray.engine.report import (
 )
 from taguru_ray.llm.admission import Stopped
 from taguru_ray.llm.ladder import JSON_OBJECT, JSON_SCHEMA, LadderConfig
+from taguru_ray.pipeline.annotate import ContextBlock, haystack_text
 from taguru_ray.pipeline.carryover import carried, render_carryover
 from taguru_ray.pipeline.coverage import Gap, stderr_line, uncovered, uncovered_records
 from taguru_ray.pipeline.leaks import answer_leaks
 from taguru_ray.pipeline.mechanical import Offered, Removal
 from taguru_ray.pipeline.merge import Extraction, MergeInput, MergeRules, merge
-from taguru_ray.pipeline.plan import Chunk, Piece, piece_from_text, plan_chunks, split_cap
+from taguru_ray.pipeline.overview import OVERVIEW_SYSTEM, Overview, overview_user
+from taguru_ray.pipeline.plan import Chunk, Piece, piece_from_text, split_cap
 from taguru_ray.pipeline.plan import split_piece as split_into
 from taguru_ray.pipeline.prompt import Conversation, system_prompt, system_sha256, user_turn
 from taguru_ray.pipeline.read import Segment, SegmentRefused, read_segment, redact_segment
@@ -67,6 +76,7 @@ from taguru_ray.pipeline.reconcile import (
 )
 from taguru_ray.pipeline.render import HeaderFields, render
 from taguru_ray.pipeline.steer import Contribution, LabelUse, Steering
+from taguru_ray.pipeline.structure import Unit
 from taguru_ray.pipeline.trace import SegmentFacts, chunk_record, trace_records
 from taguru_ray.pipeline.validate import PieceOutput, Rules
 from taguru_ray.settings import (
@@ -140,6 +150,7 @@ class Resume:
 
     units: dict[str, Record] = field(default_factory=dict)
     splits: dict[str, int] = field(default_factory=dict)  # piece id -> split cap
+    overview: dict[str, str] = field(default_factory=dict)  # chunk sha256 -> overview answer
 
 
 class SegmentRecorder(Protocol):
@@ -158,6 +169,13 @@ class SegmentRecorder(Protocol):
     async def save_unit(self, piece_id: str, unit: Record) -> None: ...
 
     async def save_split(self, piece_id: str, cap: int) -> None: ...
+
+    async def save_overview(self, chunk_sha256: str, answer: str) -> None: ...
+
+    async def bind_overview(self, digest: str, *, keep: bool) -> bool:
+        """Bind the units to the merged overview; True when `keep`-ing ones bound to another
+        (the caller then discards them)."""
+        ...
 
     async def finish(self, source_file: bytes, trace: bytes) -> list[str]: ...
 
@@ -189,6 +207,9 @@ class _Run:
     recorder: SegmentRecorder
     model: Model
     inputs: RunInputs = field(default_factory=RunInputs)
+    units: list[Unit] = field(default_factory=list)  # --chunk-context: the headings' units
+    blocks: dict[int, ContextBlock] = field(default_factory=dict)  # chunk -> its block
+    overviews: list[Overview | None] = field(default_factory=list)  # chunk -> its overview
     offered: Offered = field(default_factory=Offered)
     redactions: list[Redaction] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -231,7 +252,7 @@ class _Run:
             source=self.job.source,
             conversation=Conversation(self.system_of(piece.index), self.user(piece)),
             rules=Rules(len(self.segment.paragraphs), self.settings.questions),
-            haystack=Haystack(piece.text),
+            haystack=Haystack(haystack_text(self.block_text(piece), piece.text)),
             offered=self.offered,
         )
 
@@ -239,7 +260,14 @@ class _Run:
         return self.chunk_systems.get(chunk_index, self.system)
 
     def user(self, piece: Piece) -> str:
-        return user_turn(self.job.source, piece.index, piece.total, piece.text)
+        return user_turn(
+            self.job.source, piece.index, piece.total, piece.text, self.block_text(piece)
+        )
+
+    def block_text(self, piece: Piece) -> str | None:
+        """--chunk-context: the chunk's block; a split sub-piece keeps its chunk's."""
+        block = self.blocks.get(piece.index)
+        return block.text if block is not None else None
 
     def note(self, piece: Piece, text: str) -> None:
         """A stderr line about a piece, said once per segment."""
@@ -295,12 +323,13 @@ async def extract_segment(
     resume, note = recorder.load(fingerprint, discard=settings.force or settings.bypasses_store)
     if note:
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {note}")
-    chunks = plan_chunks(segment.paragraphs, settings.chunk_bytes)
+    found, chunks = plan_segment(settings.chunk_context, segment.paragraphs, settings.chunk_bytes)
     steering = steering_for(job, settings, run_inputs, segment.text)
     system, pinned_from, pin_notes = _system_for(steering, settings, model)
     outcome.notes.extend(f"{FAILURE_PREFIX}{job.source}: {n}" for n in pin_notes)
     run = _Run(job, settings, run_id, segment, chunks, system, resume, recorder, model, run_inputs)
     run.pinned_from, run.steering, run.redactions = pinned_from, steering, redactions
+    run.units = found
     run.offered = Offered(
         run_inputs.allowlist | frozenset(fold(name) for name in steering.candidates)
     )
@@ -312,7 +341,11 @@ async def extract_segment(
             for difference in settings_differences(model.replay.book.settings, head[1])
         )
     await recorder.sidecar([chunk_record(chunk, job.source) for chunk in chunks])
-    pieces = await _run_chunks(run)
+    try:
+        await _chunk_context(run)
+    except Stopped:
+        run.interrupted = True
+    pieces = await _run_chunks(run) if not run.interrupted else []
     if not run.failures and not run.interrupted and not settings.lossy:
         try:
             await _reconcile(run, pieces)
@@ -531,7 +564,7 @@ async def _descend(run: _Run, piece: Piece) -> list[PieceState]:
         return await _descend_split(run, piece, run.resume.splits[piece.sha256])
     while True:
         rung = await run.model.rung.current() if run.ladder.engaged else None
-        await _log_system_once(run, piece.index)
+        await _log_system(run, run.system_of(piece.index))
         try:
             result = await run_round(run.spec(piece), run.policy(), run.wire(piece), rung)
         except PieceFailed as failure:
@@ -658,7 +691,7 @@ async def _reconcile(run: _Run, pieces: list[PieceState]) -> None:
         state = pieces[piece_index]
         rung = await run.model.rung.current() if run.ladder.engaged else None
         try:
-            await _log_system_once(run, state.piece.index)
+            await _log_system(run, run.system_of(state.piece.index))
             corrected = await correct_once(
                 run.spec(state.piece),
                 run.policy(),
@@ -693,9 +726,58 @@ async def _reconcile(run: _Run, pieces: list[PieceState]) -> None:
     prune_claimed(pieces, await run.model.claims(claim_queries(pieces)))
 
 
-async def _log_system_once(run: _Run, chunk_index: int | None = None) -> None:
+async def _chunk_context(run: _Run) -> None:
+    """--chunk-context: the overview pass (overview, ingested), then every chunk's block."""
+    mode = run.settings.chunk_context
+    if mode == "off":
+        return
+    merged = None
+    if mode in OVERVIEW_MODES:
+        done = await overview_pass(
+            run.chunks,
+            run.units,
+            run.resume.overview,
+            lambda chunk, opening: _ask_overview(run, chunk, opening),
+            run.recorder.save_overview,
+            1 if run.settings.carryover else run.settings.parallel,
+        )
+        for chunk, note in done.notes:
+            run.note(chunk, note)
+        run.overviews = done.overviews
+        merged = done.merged()
+        stale = await run.recorder.bind_overview(merged.digest, keep=bool(run.resume.units))
+        if stale:
+            run.notes.append(
+                f"{FAILURE_PREFIX}{run.job.source}: the overview changed since the checkpoint — "
+                f"{len(run.resume.units)} unit(s) extracted against the old block re-extract"
+            )
+            run.resume.units.clear()
+    known = run.inputs.vocabulary if mode == "ingested" else None
+    run.blocks = blocks_for(
+        run.chunks,
+        run.units,
+        run.segment.paragraphs,
+        run.settings.chunk_bytes,
+        merged,
+        known,
+        run.steering.candidates,
+    )
+
+
+async def _ask_overview(
+    run: _Run, chunk: Chunk, opening: list[Unit]
+) -> tuple[str | None, str | None]:
+    if run.interrupted:
+        raise Stopped()
+    conversation = Conversation(OVERVIEW_SYSTEM, overview_user(run.job.source, chunk, opening))
+    spec = dataclasses.replace(run.spec(chunk), conversation=conversation)
+    rung = await run.model.rung.current() if run.ladder.engaged else None
+    await _log_system(run, OVERVIEW_SYSTEM)
+    return await ask_overview(spec, run.policy(), run.wire(chunk), rung)
+
+
+async def _log_system(run: _Run, system: str) -> None:
     """A `system` record the first time each distinct system prompt is sent."""
-    system = run.system if chunk_index is None else run.system_of(chunk_index)
     digest = system_sha256(system)
     if digest not in run.logged_systems:
         run.logged_systems.add(digest)
@@ -732,6 +814,9 @@ def _write(run: _Run, pieces: list[PieceState]) -> tuple[Extraction, bytes, byte
         run.carry,
         {i: system_sha256(text) for i, text in run.chunk_systems.items()},
         redactions=tuple(run.redactions),
+        units=run.units,
+        blocks=run.blocks,
+        overviews=run.overviews,
     )
     trace = trace_records(
         facts, run.chunks, pieces, run.segment.paragraphs, extraction, rendered.items

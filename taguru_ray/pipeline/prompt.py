@@ -97,12 +97,20 @@ def system_sha256(system: str) -> str:
     return hashlib.sha256(system.encode("utf-8")).hexdigest()
 
 
-def user_turn(source: str, chunk_index: int, chunk_total: int, chunk_text: str) -> str:
-    """``Segment '<path>', part K of N:`` (no part clause for one chunk), a blank line, chunk."""
+def user_turn(
+    source: str, chunk_index: int, chunk_total: int, chunk_text: str, block: str | None = None
+) -> str:
+    """``Segment '<path>', part K of N:`` (no part clause for one chunk), a blank line, chunk.
+
+    Under --chunk-context the chunk's context block follows the preamble line
+    directly; it holds no blank line, so the first blank line still opens the chunk.
+    """
     if chunk_total > 1:
         preamble = f"Segment '{source}', part {chunk_index + 1} of {chunk_total}:"
     else:
         preamble = f"Segment '{source}':"
+    if block:
+        preamble = f"{preamble}\n{block}"
     return f"{preamble}\n\n{chunk_text}"
 
 

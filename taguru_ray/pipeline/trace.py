@@ -8,16 +8,19 @@ records alone.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from taguru_ray.contract.records import Record
+from taguru_ray.pipeline.annotate import ContextBlock
 from taguru_ray.pipeline.mechanical import Removal
 from taguru_ray.pipeline.merge import Extraction, Loss
+from taguru_ray.pipeline.overview import Overview
 from taguru_ray.pipeline.plan import Chunk
 from taguru_ray.pipeline.reconcile import PieceState
 from taguru_ray.pipeline.steer import Steering
+from taguru_ray.pipeline.structure import Unit
 from taguru_ray.pipeline.verify import paragraph_records
 from taguru_ray.text.paragraphs import Paragraph
 from taguru_ray.text.redact import Redaction
@@ -36,6 +39,10 @@ class SegmentFacts:
     carryover: dict[int, list[tuple[str, str]]] = field(default_factory=dict)
     chunk_systems: dict[int, str] = field(default_factory=dict)  # chunk -> system sha256
     redactions: tuple[Redaction, ...] = ()  # --redact: one per match, in text order
+    # --chunk-context: the headings' units, each chunk's block and (overview) answer
+    units: Sequence[Unit] = ()
+    blocks: Mapping[int, ContextBlock] = field(default_factory=dict)
+    overviews: Sequence[Overview | None] = ()
 
 
 def redaction_record(found: Redaction) -> Record:
@@ -108,7 +115,15 @@ def trace_records(
                 ],
             }
         )
-    records.extend(chunk_record(chunk) for chunk in chunks)
+    records.extend(unit.record() for unit in facts.units)
+    for chunk in chunks:
+        records.append(chunk_record(chunk))
+        overview = facts.overviews[chunk.index] if chunk.index < len(facts.overviews) else None
+        if overview is not None:
+            records.append(overview.record(chunk.index))
+        block = facts.blocks.get(chunk.index)
+        if block is not None:
+            records.append(block.record(chunk.index))
     by_index = {chunk.index: chunk for chunk in chunks}
     for state in pieces:
         piece = state.piece

@@ -32,6 +32,10 @@ class Checkpoint:
         # straight to their sub-pieces instead of paying again for the rounds that
         # proved the piece too big. An extension the reference's reader ignores.
         self.splits: dict[str, int] = {}
+        # --chunk-context overview: each chunk's answer by chunk hash ("" = a failed ask,
+        # never re-asked) and the digest of the merged overview the units were built on.
+        self.overview: dict[str, str] = {}
+        self.overview_digest = ""
 
     @property
     def location(self) -> str:
@@ -61,6 +65,11 @@ class Checkpoint:
         splits = document.get("splits")
         if isinstance(splits, dict):
             self.splits = {str(k): v for k, v in splits.items() if isinstance(v, int)}
+        overview = document.get("overview")
+        if isinstance(overview, dict):
+            self.overview = {str(k): v for k, v in overview.items() if isinstance(v, str)}
+        digest = document.get("overview_digest")
+        self.overview_digest = digest if isinstance(digest, str) else ""
         return None
 
     def save(self, piece_id: str, unit: dict[str, Any]) -> None:
@@ -72,12 +81,27 @@ class Checkpoint:
         self.splits[piece_id] = cap
         self._write()
 
+    def save_overview(self, chunk_sha256: str, answer: str) -> None:
+        self.overview[chunk_sha256] = answer
+        self._write()
+
+    def bind_overview(self, digest: str, *, keep: bool) -> bool:
+        """Bind the units to `digest`; True when kept units were bound to another one
+        (they were extracted against a different block and are dropped here)."""
+        stale = keep and bool(self.units) and self.overview_digest != digest
+        if stale:
+            self.units = {}
+        if stale or self.overview_digest != digest:
+            self.overview_digest = digest
+            self._write()
+        return stale
+
     def _write(self) -> None:
         document: dict[str, Any] = {
             "fingerprint": self.fingerprint,
             "units": self.units,
-            "overview": {},
-            "overview_digest": "",
+            "overview": self.overview,
+            "overview_digest": self.overview_digest,
         }
         if self.splits:
             document["splits"] = self.splits
