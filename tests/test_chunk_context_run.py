@@ -6,7 +6,8 @@ import asyncio
 import json
 from typing import Any
 
-from taguru_ray.engine.segment import Model, SegmentJob, SegmentOutcome, extract_segment
+from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
+from taguru_ray.engine.segment import extract_segment
 from taguru_ray.llm.client import CompletionRequest
 from taguru_ray.pipeline.overview import OVERVIEW_SYSTEM
 from taguru_ray.store.run_inputs import RunInputs

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from taguru_ray.contract.source_file import parse_source_file
-from taguru_ray.engine.segment import Model, SegmentJob, SegmentOutcome, extract_segment
+from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
+from taguru_ray.engine.segment import extract_segment
 from taguru_ray.llm.client import Completion, CompletionRequest
 from taguru_ray.llm.ladder import (
     JSON_OBJECT,

@@ -12,7 +12,8 @@ import pytest
 
 from taguru_ray.contract.context_schema import load_schema, schema_digest
 from taguru_ray.contract.source_file import parse_source_file
-from taguru_ray.engine.segment import Model, SegmentJob, SegmentOutcome, extract_segment
+from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
+from taguru_ray.engine.segment import extract_segment
 from taguru_ray.errors import StartupError
 from taguru_ray.llm.client import CompletionRequest
 from taguru_ray.settings import checkpoint_fingerprint

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taguru_ray.contract.source_file import parse_source_file
-from taguru_ray.engine.segment import Model, Resume, SegmentJob, SegmentOutcome, extract_segment
+from taguru_ray.engine.ports import Model, Resume, SegmentJob, SegmentOutcome
+from taguru_ray.engine.segment import extract_segment
 from taguru_ray.llm.client import Completion, CompletionRequest
 from taguru_ray.settings import Settings
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from taguru_ray.contract.names import attempts_name, output_name
 from taguru_ray.contract.records import Record
-from taguru_ray.engine.segment import Resume
+from taguru_ray.engine.ports import Resume
 from taguru_ray.store.checkpoints import Checkpoint
 from taguru_ray.store.logs import AttemptsLog
 from taguru_ray.store.outdir import TRACE, OutDir

@@ -23,6 +23,7 @@ import httpx
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from taguru_ray.engine.ports import SegmentJob, SegmentOutcome
 from taguru_ray.engine.progress import Progress, mode_for
 from taguru_ray.engine.scan import (
     Console,
@@ -34,7 +35,7 @@ from taguru_ray.engine.scan import (
     scan,
     skip_line,
 )
-from taguru_ray.engine.segment import FAILURE_PREFIX, SegmentJob, SegmentOutcome
+from taguru_ray.engine.segment import FAILURE_PREFIX
 from taguru_ray.engine.window import OrderedReport, SegmentWindow
 from taguru_ray.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from taguru_ray.llm.client import ChatClient

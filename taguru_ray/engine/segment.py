@@ -14,11 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
 
-from taguru_ray.contract.context_schema import schema_offer
 from taguru_ray.contract.names import attempts_name, join, output_name
 from taguru_ray.contract.records import Record, dumps_lines
 from taguru_ray.contract.source_file import SourceFileError
@@ -30,10 +27,8 @@ from taguru_ray.engine.chunk_context import (
 )
 from taguru_ray.engine.piece import (
     Accepted,
-    Complete,
     Exhausted,
     LoopPolicy,
-    NextSeq,
     PieceFailed,
     PieceSpec,
     Wire,
@@ -43,7 +38,14 @@ from taguru_ray.engine.piece import (
     move_record,
     run_round,
 )
-from taguru_ray.engine.replay import Replayer, settings_differences
+from taguru_ray.engine.ports import (
+    Model,
+    Resume,
+    SegmentJob,
+    SegmentOutcome,
+    SegmentRecorder,
+)
+from taguru_ray.engine.replay import settings_differences
 from taguru_ray.engine.report import (
     FAILURE_PREFIX,
     chunk_prefix,
@@ -52,6 +54,7 @@ from taguru_ray.engine.report import (
     report_line,
     sidecar_attempt,
 )
+from taguru_ray.engine.steering import steering_for, system_for
 from taguru_ray.llm.admission import Stopped
 from taguru_ray.llm.ladder import JSON_OBJECT, JSON_SCHEMA, LadderConfig
 from taguru_ray.pipeline.annotate import ContextBlock, haystack_text
@@ -75,7 +78,7 @@ from taguru_ray.pipeline.reconcile import (
     stage2_issues,
 )
 from taguru_ray.pipeline.render import HeaderFields, render
-from taguru_ray.pipeline.steer import Contribution, LabelUse, Steering
+from taguru_ray.pipeline.steer import Contribution, Steering
 from taguru_ray.pipeline.structure import Unit
 from taguru_ray.pipeline.trace import SegmentFacts, chunk_record, trace_records
 from taguru_ray.pipeline.validate import PieceOutput, Rules
@@ -87,110 +90,10 @@ from taguru_ray.settings import (
 )
 from taguru_ray.store.outdir import TRACE
 from taguru_ray.store.run_inputs import RunInputs
-from taguru_ray.text.candidates import candidates, render_candidates
 from taguru_ray.text.occurrence import Haystack, fold
 from taguru_ray.text.redact import Redaction, stderr_summary
 
-ClaimsLookup = Callable[[list[tuple[str, str]]], Awaitable[dict[tuple[str, str], str]]]
 CONSTRAINED = (JSON_SCHEMA, JSON_OBJECT)
-
-
-async def no_claims(queries: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """The claims lookup of a segment no earlier segment precedes."""
-    return {}
-
-
-@dataclass
-class FixedRung:
-    """The rung port of a run whose rung never moves (pinned, or off the ladder)."""
-
-    rung: str | None
-
-    async def current(self) -> str | None:
-        return self.rung
-
-    async def demote(self, ran_under: str) -> tuple[bool, str]:
-        return False, ran_under
-
-
-class RungPort(Protocol):
-    async def current(self) -> str | None: ...
-
-    async def demote(self, ran_under: str) -> tuple[bool, str]: ...
-
-
-@dataclass(frozen=True)
-class SegmentJob:
-    """What the driver hands a worker: one segment and what earlier segments settled."""
-
-    index: int
-    source: str
-    data: bytes
-    written_id: str
-    vocabulary: tuple[LabelUse, ...]
-    claims_upto: int = 0  # segments below this index are visible to the rewire check
-
-
-@dataclass
-class SegmentOutcome:
-    index: int
-    source: str
-    status: str  # written | failed | interrupted
-    report: str | None = None  # the stdout line of a written segment
-    notes: list[str] = field(default_factory=list)  # stderr lines, failure line last
-    inputs: dict[str, Any] | None = None  # the manifest entry to record
-    contribution: Contribution = field(default_factory=Contribution)
-    counts: dict[str, int] = field(default_factory=dict)
-    completions: int = 0
-
-
-@dataclass
-class Resume:
-    """What a checkpoint hands back: finished units, and the pieces already split."""
-
-    units: dict[str, Record] = field(default_factory=dict)
-    splits: dict[str, int] = field(default_factory=dict)  # piece id -> split cap
-    overview: dict[str, str] = field(default_factory=dict)  # chunk sha256 -> overview answer
-
-
-class SegmentRecorder(Protocol):
-    """Where a segment's records and files go (the store, or memory in tests)."""
-
-    sidecar_path: str | None
-
-    def load(self, fingerprint: dict[str, Any], *, discard: bool) -> tuple[Resume, str | None]: ...
-
-    async def begin(self, records: list[Record], *, fresh: bool) -> None: ...
-
-    async def log(self, record: Record) -> None: ...
-
-    async def sidecar(self, records: list[Record]) -> None: ...
-
-    async def save_unit(self, piece_id: str, unit: Record) -> None: ...
-
-    async def save_split(self, piece_id: str, cap: int) -> None: ...
-
-    async def save_overview(self, chunk_sha256: str, answer: str) -> None: ...
-
-    async def bind_overview(self, digest: str, *, keep: bool) -> bool:
-        """Bind the units to the merged overview; True when `keep`-ing ones bound to another
-        (the caller then discards them)."""
-        ...
-
-    async def finish(self, source_file: bytes, trace: bytes) -> list[str]: ...
-
-    def attempts_log_exists(self) -> bool: ...
-
-
-@dataclass(frozen=True)
-class Model:
-    """The ports to the model side: completions, the attempt counter, claims, the rung."""
-
-    complete: Complete
-    next_seq: NextSeq
-    claims: ClaimsLookup = no_claims
-    rung: RungPort = field(default_factory=lambda: FixedRung(None))
-    replay: Replayer | None = None  # --replay / --resume-from: recorded answers first
 
 
 @dataclass
@@ -325,7 +228,7 @@ async def extract_segment(
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {note}")
     found, chunks = plan_segment(settings.chunk_context, segment.paragraphs, settings.chunk_bytes)
     steering = steering_for(job, settings, run_inputs, segment.text)
-    system, pinned_from, pin_notes = _system_for(steering, settings, model)
+    system, pinned_from, pin_notes = system_for(steering, settings, model)
     outcome.notes.extend(f"{FAILURE_PREFIX}{job.source}: {n}" for n in pin_notes)
     run = _Run(job, settings, run_id, segment, chunks, system, resume, recorder, model, run_inputs)
     run.pinned_from, run.steering, run.redactions = pinned_from, steering, redactions
@@ -443,59 +346,6 @@ async def _head_records(run: _Run) -> list[Record]:
             }
         )
     return records
-
-
-def steering_for(job: SegmentJob, settings: Settings, inputs: RunInputs, text: str) -> Steering:
-    """The steer step's output for one segment: what taguru-ray offers the model.
-
-    Blocks in prompt order after the label reuse list: the context's names
-    (--vocabulary), the schema (its relations the run already uses first),
-    then the segment's own names (--candidates).
-    """
-    names = tuple(candidates(text)) if settings.candidates else ()
-    offer = (
-        schema_offer(inputs.schema, (use.label for use in job.vocabulary))
-        if inputs.schema is not None
-        else None
-    )
-    return Steering(
-        job.vocabulary,
-        settings.questions,
-        settings.fact_budget,
-        blocks=(inputs.context_block, offer.text if offer else "", render_candidates(names)),
-        context_names=inputs.context_names,
-        schema=offer.to_json() if offer else None,
-        candidates=names,
-    )
-
-
-def _system_for(
-    steering: Steering, settings: Settings, model: Model
-) -> tuple[str, str | None, list[str]]:
-    """The system prompt to send: this run's, or the recording's when replay pins it."""
-    system = system_prompt(steering)
-    if model.replay is None or not settings.pin_system:
-        return system, None, []
-    book = model.replay.book
-    pinned = book.pinned_system()
-    if pinned is None:
-        if len(book.systems) > 1:
-            return (
-                system,
-                None,
-                [
-                    f"the recorded log names {len(book.systems)} system prompts — not pinning one; "
-                    "this run's is sent"
-                ],
-            )
-        return system, None, []
-    content, recorded_run = pinned
-    notes = []
-    if content != system:
-        notes.append(
-            "the recorded system prompt differs from this run's — replaying with the recorded one"
-        )
-    return content, recorded_run, notes
 
 
 def _state_from_unit(chunk: Chunk, unit: Record) -> PieceState:

@@ -22,9 +22,10 @@ import ray
 from taguru_ray.contract.names import attempts_name
 from taguru_ray.contract.records import Record
 from taguru_ray.engine import metrics
+from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
 from taguru_ray.engine.recorder import StoreRecorder
 from taguru_ray.engine.replay import ReplayBook, Replayer
-from taguru_ray.engine.segment import Model, SegmentJob, SegmentOutcome, extract_segment
+from taguru_ray.engine.segment import extract_segment
 from taguru_ray.llm.client import ChatClient, Completion, CompletionRequest
 from taguru_ray.llm.gateway import GatewayAdmission, GatewayRung
 from taguru_ray.settings import Settings

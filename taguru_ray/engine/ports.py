@@ -1,0 +1,114 @@
+"""The ports one segment's extraction talks through: the job, its outcome, the model side
+and the recorder. The engine (Ray) and the tests plug into these; `segment` uses them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from taguru_ray.contract.records import Record
+from taguru_ray.engine.piece import Complete, NextSeq
+from taguru_ray.engine.replay import Replayer
+from taguru_ray.pipeline.steer import Contribution, LabelUse
+
+ClaimsLookup = Callable[[list[tuple[str, str]]], Awaitable[dict[tuple[str, str], str]]]
+
+
+async def no_claims(queries: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """The claims lookup of a segment no earlier segment precedes."""
+    return {}
+
+
+@dataclass
+class FixedRung:
+    """The rung port of a run whose rung never moves (pinned, or off the ladder)."""
+
+    rung: str | None
+
+    async def current(self) -> str | None:
+        return self.rung
+
+    async def demote(self, ran_under: str) -> tuple[bool, str]:
+        return False, ran_under
+
+
+class RungPort(Protocol):
+    async def current(self) -> str | None: ...
+
+    async def demote(self, ran_under: str) -> tuple[bool, str]: ...
+
+
+@dataclass(frozen=True)
+class SegmentJob:
+    """What the driver hands a worker: one segment and what earlier segments settled."""
+
+    index: int
+    source: str
+    data: bytes
+    written_id: str
+    vocabulary: tuple[LabelUse, ...]
+    claims_upto: int = 0  # segments below this index are visible to the rewire check
+
+
+@dataclass
+class SegmentOutcome:
+    index: int
+    source: str
+    status: str  # written | failed | interrupted
+    report: str | None = None  # the stdout line of a written segment
+    notes: list[str] = field(default_factory=list)  # stderr lines, failure line last
+    inputs: dict[str, Any] | None = None  # the manifest entry to record
+    contribution: Contribution = field(default_factory=Contribution)
+    counts: dict[str, int] = field(default_factory=dict)
+    completions: int = 0
+
+
+@dataclass
+class Resume:
+    """What a checkpoint hands back: finished units, and the pieces already split."""
+
+    units: dict[str, Record] = field(default_factory=dict)
+    splits: dict[str, int] = field(default_factory=dict)  # piece id -> split cap
+    overview: dict[str, str] = field(default_factory=dict)  # chunk sha256 -> overview answer
+
+
+class SegmentRecorder(Protocol):
+    """Where a segment's records and files go (the store, or memory in tests)."""
+
+    sidecar_path: str | None
+
+    def load(self, fingerprint: dict[str, Any], *, discard: bool) -> tuple[Resume, str | None]: ...
+
+    async def begin(self, records: list[Record], *, fresh: bool) -> None: ...
+
+    async def log(self, record: Record) -> None: ...
+
+    async def sidecar(self, records: list[Record]) -> None: ...
+
+    async def save_unit(self, piece_id: str, unit: Record) -> None: ...
+
+    async def save_split(self, piece_id: str, cap: int) -> None: ...
+
+    async def save_overview(self, chunk_sha256: str, answer: str) -> None: ...
+
+    async def bind_overview(self, digest: str, *, keep: bool) -> bool:
+        """Bind the units to the merged overview; True when `keep`-ing ones bound to another
+        (the caller then discards them)."""
+        ...
+
+    async def finish(self, source_file: bytes, trace: bytes) -> list[str]: ...
+
+    def attempts_log_exists(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Model:
+    """The ports to the model side: completions, the attempt counter, claims, the rung."""
+
+    complete: Complete
+    next_seq: NextSeq
+    claims: ClaimsLookup = no_claims
+    rung: RungPort = field(default_factory=lambda: FixedRung(None))
+    replay: Replayer | None = None  # --replay / --resume-from: recorded answers first

@@ -1,0 +1,64 @@
+"""The steer step for one segment, and the system prompt a replay may pin instead."""
+
+from __future__ import annotations
+
+from taguru_ray.contract.context_schema import schema_offer
+from taguru_ray.engine.ports import Model, SegmentJob
+from taguru_ray.pipeline.prompt import system_prompt
+from taguru_ray.pipeline.steer import Steering
+from taguru_ray.settings import Settings
+from taguru_ray.store.run_inputs import RunInputs
+from taguru_ray.text.candidates import candidates, render_candidates
+
+
+def steering_for(job: SegmentJob, settings: Settings, inputs: RunInputs, text: str) -> Steering:
+    """The steer step's output for one segment: what taguru-ray offers the model.
+
+    Blocks in prompt order after the label reuse list: the context's names
+    (--vocabulary), the schema (its relations the run already uses first),
+    then the segment's own names (--candidates).
+    """
+    names = tuple(candidates(text)) if settings.candidates else ()
+    offer = (
+        schema_offer(inputs.schema, (use.label for use in job.vocabulary))
+        if inputs.schema is not None
+        else None
+    )
+    return Steering(
+        job.vocabulary,
+        settings.questions,
+        settings.fact_budget,
+        blocks=(inputs.context_block, offer.text if offer else "", render_candidates(names)),
+        context_names=inputs.context_names,
+        schema=offer.to_json() if offer else None,
+        candidates=names,
+    )
+
+
+def system_for(
+    steering: Steering, settings: Settings, model: Model
+) -> tuple[str, str | None, list[str]]:
+    """The system prompt to send: this run's, or the recording's when replay pins it."""
+    system = system_prompt(steering)
+    if model.replay is None or not settings.pin_system:
+        return system, None, []
+    book = model.replay.book
+    pinned = book.pinned_system()
+    if pinned is None:
+        if len(book.systems) > 1:
+            return (
+                system,
+                None,
+                [
+                    f"the recorded log names {len(book.systems)} system prompts — not pinning one; "
+                    "this run's is sent"
+                ],
+            )
+        return system, None, []
+    content, recorded_run = pinned
+    notes = []
+    if content != system:
+        notes.append(
+            "the recorded system prompt differs from this run's — replaying with the recorded one"
+        )
+    return content, recorded_run, notes
