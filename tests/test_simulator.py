@@ -22,6 +22,15 @@ import httpx
 import pytest
 
 from taguru_ray.cli.simulate import main as simulate_main
+from taguru_ray.pipeline.overview import (
+    OVERVIEW_SYSTEM,
+    Overview,
+    opening_units,
+    overview_user,
+    parse_overview,
+)
+from taguru_ray.pipeline.plan import plan_chunks
+from taguru_ray.pipeline.structure import Unit, units
 from taguru_ray.simulate import (
     FAULT_KINDS,
     Script,
@@ -35,6 +44,7 @@ from taguru_ray.simulate import (
 )
 from taguru_ray.simulate.faults import FENCE_PROSE, FOREIGN_LABEL, RUNAWAY_BYTES
 from taguru_ray.simulate.server import Slots
+from taguru_ray.text.paragraphs import split_paragraphs
 
 TURN = """Segment 'docs/a.md', part 1 of 2:
 
@@ -272,6 +282,45 @@ def test_content_faults_look_like_a_misbehaving_model(
     assert response.status_code == 200
     _check_content_fault(kind, content_of(response), finish_of(response), normal)
     assert sim.stats()["by_outcome"] == {"ok": 1, kind: 1}
+
+
+def overview_request() -> tuple[dict[str, Any], list[Unit]]:
+    """An overview ask as --chunk-context overview sends it, and the units it lists."""
+    paragraphs = split_paragraphs(
+        "# Ray Data\nRay Data reads from Object Storage.\n\n## Setup\nWorkers run on k8s."
+    )
+    [chunk] = plan_chunks(paragraphs, 100_000)
+    opening = opening_units(units(paragraphs), chunk)
+    messages = [
+        {"role": "system", "content": OVERVIEW_SYSTEM},
+        {"role": "user", "content": overview_user("docs/ray.md", chunk, opening)},
+    ]
+    return {"model": "m", "temperature": 0, "messages": messages}, opening
+
+
+def test_a_scripted_fault_hits_an_overview_request(
+    sim: SimulatorProcess, client: httpx.Client
+) -> None:
+    request, opening = overview_request()
+    normal = parse_overview(content_of(client.post(sim.chat_url, json=request)) or "", opening)
+    assert isinstance(normal, Overview) and normal.units and normal.cast
+    sim.set_script([{"match": "Units opening in this part", "fault": "malformed"}])
+    response = client.post(sim.chat_url, json=request)
+    assert response.status_code == 200
+    assert isinstance(parse_overview(content_of(response) or "", opening), str)
+    assert "associations" in json.loads(content_of(chat(client, sim)) or "")  # not matched
+    assert sim.stats()["by_outcome"] == {"ok": 2, "malformed": 1}
+
+
+@pytest.mark.parametrize("kind", ["bad_weight", "shadow_alias", "fabricated", "foreign"])
+def test_faults_that_need_associations_leave_an_overview_answer_as_it_is(
+    sim: SimulatorProcess, client: httpx.Client, kind: str
+) -> None:
+    request, _ = overview_request()
+    normal = content_of(client.post(sim.chat_url, json=request))
+    sim.set_script([{"match": "Units opening in this part", "fault": kind}])
+    response = client.post(sim.chat_url, json=request)
+    assert response.status_code == 200 and content_of(response) == normal
 
 
 def test_stall_hangs_then_answers_normally(sim: SimulatorProcess, client: httpx.Client) -> None:

@@ -5,8 +5,26 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from taguru_ray.pipeline.carryover import glean_ask
+from taguru_ray.pipeline.overview import (
+    OVERVIEW_SYSTEM,
+    Overview,
+    opening_units,
+    overview_user,
+    parse_overview,
+)
+from taguru_ray.pipeline.plan import plan_chunks
+from taguru_ray.pipeline.prompt import system_prompt, user_turn
+from taguru_ray.pipeline.steer import Steering
+from taguru_ray.pipeline.structure import units
 from taguru_ray.simulate import EMPTY_ANSWER, answer, blocks_of, estimate_tokens, names_in
-from taguru_ray.simulate.answers import JAPANESE_LABELS, LATIN_LABELS
+from taguru_ray.simulate.answers import (
+    JAPANESE_LABELS,
+    LATIN_LABELS,
+    is_overview_ask,
+    overview_for_turn,
+)
+from taguru_ray.text.paragraphs import split_paragraphs
 
 ENGLISH = """Segment 'docs/a.md', part 2 of 3:
 
@@ -206,3 +224,130 @@ def test_contract_faults_break_exactly_one_rule_each() -> None:
     assert shape("dangling_alias")["aliases"][0]["canonical"] == "存在しない"
     empty = json.dumps({"associations": [], "aliases": [], "questions": []})
     assert completion_for("shadow_alias", empty, "").content == empty
+
+
+STATUTE = """個人情報保護法
+
+（目的）
+第一条　この法律は、個人情報保護委員会が定める基準により、事業者の責務を明らかにする。
+事業者は記録を保存する。
+
+第二条　この法律において「個人情報」とは、生存する個人に関する情報をいう。
+２　前条の規定は、行政機関には適用しない。"""
+
+
+def overview_ask(turn: str) -> str:
+    return answer(
+        [{"role": "system", "content": OVERVIEW_SYSTEM}, {"role": "user", "content": turn}]
+    )
+
+
+def test_the_overview_ask_is_told_apart_by_its_system_turn() -> None:
+    assert is_overview_ask(OVERVIEW_SYSTEM)
+    assert not is_overview_ask(system_prompt(Steering()))
+    assert not is_overview_ask(system_prompt(Steering(questions=2)))
+    turn = "Segment 'a.md'.\nUnits opening in this part:\n- unit 1: Ray\n\n[0] Ray uses Dask."
+    assert "associations" in json.loads(answer([{"role": "user", "content": turn}]))
+    assert set(json.loads(overview_ask(turn))) == {"units", "cast"}
+
+
+def test_overview_of_a_statute_chunk_summarises_each_listed_unit_and_names_the_cast() -> None:
+    paragraphs = split_paragraphs(STATUTE)
+    found = units(paragraphs)
+    [chunk] = plan_chunks(paragraphs, 100_000)
+    opening = opening_units(found, chunk)
+    assert [u.heading for u in opening] == ["第一条（目的）", "第二条"]
+    turn = overview_user("laws/pi.txt", chunk, opening)
+    text = overview_ask(turn)
+    assert text == overview_for_turn(turn)  # a pure function of the user turn
+    parsed = parse_overview(text, opening)
+    assert isinstance(parsed, Overview)
+    first = "この法律は、個人情報保護委員会が定める基準により、事業者の責務を明らかにする。"
+    second = "この法律において「個人情報」とは、生存する個人に関する情報をいう。"
+    assert parsed.units == ((opening[0].unit, first), (opening[1].unit, second))
+    names = [name for name, _ in parsed.cast]
+    assert 0 < len(names) <= 12 and len(set(names)) == len(names)
+    assert "個人情報保護委員会" in names
+    assert all(name in chunk.text for name in names)
+    assert all(gloss.startswith("named in paragraph ") for _, gloss in parsed.cast)
+    assert dict(parsed.cast)["個人情報保護委員会"] == "named in paragraph 1"
+
+
+def test_markdown_units_take_the_first_sentence_after_their_heading() -> None:
+    turn = (
+        "Segment 'docs/a.md', part 2 of 3.\nUnits opening in this part:\n"
+        "- unit 4: Ray Data\n- unit 5: Setup\n\n"
+        "[4] # Ray Data\nThe Object Storage layer uses S3. It is fast.\n\n"
+        "[5] ## Setup\n\n[6] Workers read files with fsspec and k8s"
+    )
+    out = json.loads(overview_ask(turn))
+    assert out["units"] == [
+        {"unit": 4, "summary": "The Object Storage layer uses S3."},
+        {"unit": 5, "summary": "Workers read files with fsspec and k8s"},
+    ]
+
+
+def test_overview_of_a_chunk_where_no_unit_opens_lists_only_the_cast() -> None:
+    paragraphs = split_paragraphs("the middle of a long article.\n\nRay reads from Object Storage.")
+    [chunk] = plan_chunks(paragraphs, 100_000)
+    opening = opening_units(units(paragraphs), chunk)
+    turn = overview_user("docs/a.md", chunk, opening)
+    assert opening == [] and "No unit opens in this part" in turn
+    out = json.loads(overview_ask(turn))
+    assert out["units"] == []
+    parsed = parse_overview(overview_ask(turn), opening)
+    assert isinstance(parsed, Overview)
+    assert parsed.units == ()
+    assert [name for name, _ in parsed.cast] == ["Ray", "Object Storage"]
+
+
+def test_overview_cast_is_capped_at_twelve() -> None:
+    names = ", ".join(f"Name{i}x" for i in range(20))
+    turn = f"Segment 'a'.\nNo unit opens in this part: list no units, only the cast.\n\n[0] {names}"
+    assert len(json.loads(overview_ask(turn))["cast"]) == 12
+
+
+CONTEXT_BLOCK = "\n".join(
+    [
+        "Chunk context (from this segment, to read part 2 of 3 by; "
+        "extract facts only from the numbered paragraphs below):",
+        "Position: Handbook › Storage",
+        "References: § 2 Kafka — Kafka Streams feed Zookeeper.",
+        "Cast: Kafka — a broker | Zookeeper — a coordinator",
+        "Known: Kafka — uses → Zookeeper",
+        "Before: Intro — Redis Cluster backs Postgres Mirror.",
+        "Preceding text: [7] Flink Jobs read Kafka Topics.",
+    ]
+)
+
+
+def test_an_extraction_turn_answers_the_same_with_or_without_a_context_block() -> None:
+    chunk = "[8] Ray Data uses Object Storage and S3.\n\n[9] Workers run on k8s with Dask."
+    plain = user_turn("docs/a.md", 1, 3, chunk)
+    with_block = user_turn("docs/a.md", 1, 3, chunk, block=CONTEXT_BLOCK)
+    assert with_block.startswith("Segment 'docs/a.md', part 2 of 3:\nChunk context (")
+    assert blocks_of(with_block) == blocks_of(plain)
+    assert [b.paragraph for b in blocks_of(with_block)] == [8, 9]
+    for system in (system_prompt(Steering()), system_prompt(Steering(questions=2))):
+        asks = [{"role": "system", "content": system}]
+        first = answer([*asks, {"role": "user", "content": with_block}])
+        assert first == answer([*asks, {"role": "user", "content": plain}])
+        for absent in ("Kafka", "Zookeeper", "Redis", "Flink", "Handbook"):
+            assert absent not in first
+        gleaning = [
+            {"role": "assistant", "content": first},
+            {"role": "user", "content": glean_ask()},
+        ]
+        glean = answer([*asks, {"role": "user", "content": with_block}, *gleaning])
+        assert glean == answer([*asks, {"role": "user", "content": plain}, *gleaning])
+        assert json.loads(glean)["associations"]  # the gleaning ask still gets its own answer
+        assert glean != first
+    questions = json.loads(
+        answer(
+            [
+                {"role": "system", "content": system_prompt(Steering(questions=2))},
+                {"role": "user", "content": with_block},
+            ]
+        )
+    )["questions"]
+    assert {q["paragraph"] for q in questions} == {8, 9}

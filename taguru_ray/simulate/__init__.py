@@ -12,7 +12,9 @@ from taguru_ray.simulate.answers import (
     blocks_of,
     estimate_tokens,
     first_user_turn,
+    is_overview_ask,
     names_in,
+    overview_for_turn,
 )
 from taguru_ray.simulate.faults import (
     FAULT_KINDS,
@@ -55,7 +57,9 @@ __all__ = [
     "estimate_tokens",
     "fault_rates",
     "first_user_turn",
+    "is_overview_ask",
     "names_in",
+    "overview_for_turn",
     "parse_fault_rate",
     "parse_rule",
     "parse_rules",

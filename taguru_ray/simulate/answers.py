@@ -24,6 +24,15 @@ The rules, per block, in order of first appearance:
 
 Consecutive names are chained into up to four associations per block; the
 label comes from a stable hash of the pair.
+
+A chunk-context block (`--chunk-context`) between the preamble and the chunk
+is never read: only `[N]`-labelled blocks are, so a turn answers the same with
+or without one.
+
+The overview ask (`--chunk-context overview`, told apart by its system turn)
+gets `{"units":[...],"cast":[...]}` instead (`overview_for_turn`): for each
+listed unit the first sentence after its heading, and the chunk's names as
+the cast.
 """
 
 from __future__ import annotations
@@ -118,6 +127,7 @@ def first_user_turn(messages: Iterable[Mapping[str, Any]]) -> str | None:
 def answer(messages: Sequence[Mapping[str, Any]]) -> str:
     """The extraction for a conversation, as compact JSON text.
 
+    An overview ask (see `is_overview_ask`) gets `overview_for_turn` instead.
     When the system turn asks for retrieval questions ("up to N retrieval
     question(s) per paragraph", taguru-ray's --questions wording), the answer
     carries that many per paragraph, each naming one of the paragraph's names.
@@ -125,8 +135,11 @@ def answer(messages: Sequence[Mapping[str, Any]]) -> str:
     turn = first_user_turn(messages)
     if turn is None:
         return EMPTY_ANSWER
-    system = next((content_text(m.get("content")) for m in messages
-                   if m.get("role") == "system"), "")
+    system = next(
+        (content_text(m.get("content")) for m in messages if m.get("role") == "system"), ""
+    )
+    if is_overview_ask(system):
+        return overview_for_turn(turn)
     last = content_text(messages[-1].get("content")) if messages else ""
     if messages[-1].get("role") == "user" and _GLEAN_ASK in last:
         return gleaned_for_turn(turn)
@@ -217,10 +230,129 @@ def gleaned_for_turn(user_turn: str) -> str:
     for block in blocks_of(user_turn):
         names = names_in(block.text)
         for subject, obj in zip(names, names[2:], strict=False):
-            associations.append({"subject": subject, "label": _label(subject, obj),
-                                 "object": obj, "weight": 1.0, "paragraph": block.paragraph})
+            associations.append(
+                {
+                    "subject": subject,
+                    "label": _label(subject, obj),
+                    "object": obj,
+                    "weight": 1.0,
+                    "paragraph": block.paragraph,
+                }
+            )
     out = {"associations": associations[:8], "aliases": [], "questions": []}
     return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+
+
+# The first sentence of taguru-ray's overview system prompt
+# (`taguru_ray.pipeline.overview.OVERVIEW_SYSTEM`); a test keeps the two in step.
+_OVERVIEW_ASK = "so that a later reader of each part knows what came before it"
+_OVERVIEW_UNIT = re.compile(r"- unit (\d+): (.+)")
+_SENTENCE = re.compile(r".+?(?:[。！？]|[.!?](?=\s|$))")
+_CAPTION_LINE = re.compile(r"（[^（）]+）|\([^()]+\)")
+_FOLD = re.compile(r"\s+")
+MAX_CAST = 12
+MAX_SUMMARY_CHARS = 200
+
+
+def is_overview_ask(system: str) -> bool:
+    """Whether a system turn is the overview ask (`--chunk-context overview`)."""
+    return _OVERVIEW_ASK in system
+
+
+def overview_units(user_turn: str) -> list[tuple[int, str]]:
+    """The `- unit <n>: <heading>` lines an overview user turn lists before its chunk."""
+    head = user_turn.split("\n\n", 1)[0]
+    found = (_OVERVIEW_UNIT.fullmatch(line.strip()) for line in head.split("\n"))
+    return [(int(m.group(1)), m.group(2).strip()) for m in found if m]
+
+
+@functools.lru_cache(maxsize=1024)
+def overview_for_turn(user_turn: str) -> str:
+    """The overview of one chunk, as compact JSON text.
+
+    `units`: for each listed unit whose heading line is found in the chunk,
+    the first sentence of the text after it (the rest of the heading line
+    first; caption lines like `（目的）` skipped; running on into a nested unit
+    when the unit has no words of its own), at most 200 characters. A unit
+    with no text after it is left out. `cast`: the chunk's names in order of
+    first appearance, at most 12, each glossed by its first paragraph.
+    """
+    listed = overview_units(user_turn)
+    blocks = blocks_of(user_turn)
+    lines = [_FOLD.sub(" ", line).strip() for b in blocks for line in b.text.split("\n")]
+    # Each listed unit's heading line, in order: the first line at or after
+    # the previous unit's that opens with the heading.
+    at: dict[int, tuple[int, str]] = {}
+    start = 0
+    for unit, heading in listed:
+        for i in range(start, len(lines)):
+            rest = _after_heading(lines[i], heading)
+            if rest is not None:
+                at[unit] = (i, rest)
+                start = i + 1
+                break
+    heading_lines = {i: rest for i, rest in at.values()}
+    units = []
+    for unit, _ in listed:
+        if unit not in at:
+            continue
+        i, rest = at[unit]
+        own: list[str] = [rest]  # the unit's own words, up to the next listed heading
+        later: list[str] = []  # what follows from there on
+        for j in range(i + 1, len(lines)):
+            text = lines[j]
+            if j in heading_lines:
+                text = heading_lines[j]
+                if not later:
+                    later.append("")  # from here on, words are the next unit's
+            if not _CAPTION_LINE.fullmatch(text):
+                (later if later else own).append(text)
+        own_text = " ".join(w for w in own if w)
+        summary = _first_sentence(own_text or " ".join(w for w in later if w))
+        if summary:
+            units.append({"unit": unit, "summary": summary})
+    cast: dict[str, int] = {}
+    for block in blocks:
+        for name in names_in(block.text):
+            cast.setdefault(name, block.paragraph)
+    out = {
+        "units": units,
+        "cast": [
+            {"name": name, "gloss": f"named in paragraph {paragraph}"}
+            for name, paragraph in list(cast.items())[:MAX_CAST]
+        ],
+    }
+    return json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+
+
+def _after_heading(line: str, heading: str) -> str | None:
+    """The rest of `line` past `heading` when the line opens with it, else None.
+
+    The line is read without Markdown `#` marks; an article captioned on the
+    line before (`第一条（目的）` is listed, `第一条　…` is the line) matches by
+    its number.
+    """
+    line = line.lstrip("#").strip()
+    keys = [heading]
+    caption = re.search(r"[（(][^（）()]*[）)]$", heading)
+    if caption and caption.start() > 0:
+        keys.append(heading[: caption.start()].strip())
+    for key in keys:
+        if line == key:
+            return ""
+        if line.startswith(key + " "):
+            return line[len(key) :].strip(" #")
+    return None
+
+
+def _first_sentence(text: str) -> str:
+    """The first sentence of `text`, one-lined, at most 200 characters."""
+    text = text.strip()
+    match = _SENTENCE.match(text)
+    sentence = match.group() if match else text
+    if len(sentence) > MAX_SUMMARY_CHARS:
+        sentence = sentence[: MAX_SUMMARY_CHARS - 1].rstrip() + "…"
+    return sentence
 
 
 def _question(name: str) -> str:

@@ -25,7 +25,8 @@ Kinds and what the client sees:
 
 Contract faults — valid JSON whose items break the answer contract, each
 aimed at one path of the validate/reconcile steps (they need the answer to
-have at least one association; without one the plain answer goes out):
+have at least one association; without one — an overview answer, say — the
+plain answer goes out, and so it does for `fabricated` and `foreign`):
 
 - `bad_weight`: the first association's weight is the string "strong" (a
   corrective issue).
@@ -337,8 +338,8 @@ DANGLING_CANONICAL = "存在しない"
 def _breaking_contract(kind: FaultKind, answer: str) -> str:
     """The answer with one contract fault of `kind` added (see the module docstring)."""
     out = json.loads(answer)
-    associations: list[dict[str, Any]] = out["associations"]
-    if not associations:
+    associations = out.get("associations")
+    if not associations:  # none to break, or an answer of another shape (the overview's)
         return answer
     first = associations[0]
     subject, obj = first["subject"], first["object"]
@@ -360,9 +361,15 @@ def _breaking_contract(kind: FaultKind, answer: str) -> str:
 
 
 def _with_extra_association(kind: FaultKind, answer: str, haystack: str) -> str:
-    """The answer plus the `fabricated` or `foreign` association."""
+    """The answer plus the `fabricated` or `foreign` association.
+
+    An answer of another shape (the overview's, which has no associations) is
+    sent as it is.
+    """
     out = json.loads(answer)
-    associations: list[dict[str, Any]] = out["associations"]
+    associations = out.get("associations")
+    if not isinstance(associations, list):
+        return answer
     absent = _absent_names(haystack)
     first = associations[0] if associations else None
     if kind == "fabricated":
