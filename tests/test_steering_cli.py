@@ -209,3 +209,68 @@ def test_coverage_reports_gaps_and_a_rerun_over_unchanged_segments_still_does(
     again = extract(cli, out, docs, "--coverage")  # not a compute input: nothing re-extracts
     assert again.returncode == 0 and cli.simulator.stats()["requests"] == 0
     assert [x for x in again.stderr.splitlines() if ": uncovered: " in x] == gaps
+
+
+ACT = """個人情報の保護に関する法律
+
+第一章　総則
+
+（目的）
+第一条　この法律は、事業者の遵守すべき義務等を定める。
+
+{pad1}
+
+（定義）
+第二条　前条の義務は、同法の定めるところによる。
+
+{pad2}
+""".format(pad1="事業者は、個人情報を適正に取り扱う。" * 5, pad2="委員会は、事業者を監督する。" * 5)
+
+
+def test_chunk_context_overview_end_to_end_with_a_failed_overview(cli: Cli, tmp_path: Path) -> None:
+    docs, out = tmp_path / "docs", tmp_path / "out"
+    docs.mkdir()
+    (docs / "act.md").write_text(ACT)
+    source = str(docs / "act.md")
+    cli.simulator.set_script([{"match": "part 2 of 2.\nUnits opening", "fault": "malformed"}])
+    result = cli.extract(
+        "--context",
+        CONTEXT,
+        "--out",
+        str(out),
+        "--chunk-bytes",
+        "512",
+        "--chunk-context",
+        "overview",
+        str(docs),
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"taguru: extract: {source}: chunk 2/2: overview skipped (" in result.stderr
+    log = [
+        json.loads(x)
+        for x in (out / ".extract-trace" / attempts_name(source)).read_text().splitlines()
+    ]
+    stages = [r["stage"] for r in log if r["type"] == "attempt"]
+    assert stages.count("overview") == 2 and "item" in stages
+    trace = [
+        json.loads(x)
+        for x in (out / ".extract-trace" / output_name(source)).read_text().splitlines()
+    ]
+    kinds = [r["type"] for r in trace]
+    assert kinds.count("structure") == 4 and kinds.count("overview") == 1
+    assert kinds.count("chunk_context") == 2
+    entries = json.loads((out / ".extract-manifest.json").read_text())["documents"]
+    assert next(iter(entries.values()))["chunk_context"] == "overview"
+    cli.simulator.reset()
+    plain = cli.extract(
+        "--context",
+        CONTEXT,
+        "--out",
+        str(out),
+        "--chunk-bytes",
+        "512",
+        "--chunk-context",
+        "structure",
+        str(docs),
+    )
+    assert plain.returncode == 0 and cli.simulator.stats()["requests"] > 0  # a compute input
