@@ -45,7 +45,7 @@ def ref(record: Record) -> tuple[str, int]:
     return record["run_id"], record["attempt_seq"]
 
 
-def walk(out: Path) -> None:
+def walk(out: Path) -> int:
     """The walk over the written segment whose records hold a correction and a loss."""
     [t] = [p for p in (out / ".extract-trace").glob("*.jsonl") if select(jsonl(p), "loss")]
     trace = jsonl(t)
@@ -101,6 +101,7 @@ def walk(out: Path) -> None:
         assert record["bytes"] == paragraph.bytes
         assert record.get("text") == (None if citing else paragraph.text)
     assert select(trace, "paragraph", covered=False)
+    return len(records)
 
 
 def item_of(trace: list[Record], fact: Association) -> list[Record]:
@@ -121,7 +122,7 @@ def at_path(answer: Any, path: str) -> Any:
 
 
 def test_the_walk_over_the_recorded_run() -> None:
-    walk(RECORDS / "run-a")
+    assert walk(RECORDS / "run-a") > 0  # paragraphs walked; each query asserts inside
 
 
 @pytest.mark.slow
@@ -133,7 +134,7 @@ def test_the_walk_over_a_live_run_and_the_failure_lines_command(cli: Cli, tmp_pa
     cli.simulator.set_script(FAULTS)
     result = cli.extract("--context", CONTEXT, "--out", str(out), "--chunk-bytes", "512", str(docs))
     assert result.returncode == 1, result.stderr
-    walk(out)
+    assert walk(out) > 0
 
     line = next(x for x in result.stderr.splitlines() if f"{docs / 'beta.md'}: chunk 1/1" in x)
     piece = re.search(r": piece ([0-9a-f]{12}) \(", line)
