@@ -80,10 +80,14 @@ class PackedEntries(MutableMapping[str, dict[str, Any]]):
         except TypeError:  # unhashable: keep it as it is
             return value
 
+    def pack(self, entry: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(self._share(entry.get(key, _ABSENT)) for key in MANIFEST_FIELDS)
+
+    def set_row(self, source: str, row: tuple[Any, ...]) -> None:
+        self._rows[sys.intern(source)] = row
+
     def __setitem__(self, source: str, entry: dict[str, Any]) -> None:
-        self._rows[sys.intern(source)] = tuple(
-            self._share(entry.get(key, _ABSENT)) for key in MANIFEST_FIELDS
-        )
+        self.set_row(source, self.pack(entry))
 
     def __getitem__(self, source: str) -> dict[str, Any]:
         row = self._rows[source]
@@ -138,10 +142,15 @@ class Manifest:
         names = {f"{MANIFEST_JOURNAL}/{name}" for name in journal}
         written = out.modified(MANIFEST)
         data = out.read(MANIFEST)
-        entries: dict[str, dict[str, Any]] = {}
+        present = data is not None
+        entries = PackedEntries()
         if data is not None:
             try:
-                entries = _parse_single(data)
+                # Decoded, then the bytes dropped before the parse: one copy of a big
+                # file in memory at a time, not two.
+                text, data = data.decode("utf-8"), None
+                entries = _parse_single(text)
+                del text
             except (ValueError, KeyError, TypeError) as error:
                 note = (
                     f"ignoring an unreadable manifest at {out.path(MANIFEST)} ({error}) — every "
@@ -151,7 +160,7 @@ class Manifest:
         newer = [
             f"{MANIFEST_JOURNAL}/{name}"
             for name, when in sorted(journal.items())
-            if data is None or written is None or when is None or when >= written
+            if not present or written is None or when is None or when >= written
         ]
         for raw in out.read_many(newer).values():
             parsed = _parse_entry(raw)
@@ -207,11 +216,40 @@ class Manifest:
         return (text + "\n").encode("utf-8")
 
 
-def _parse_single(data: bytes) -> dict[str, dict[str, Any]]:
-    documents = json.loads(data.decode("utf-8"))["documents"]
+def _parse_single(data: str) -> PackedEntries:
+    """The single file's entries, packed as the parser meets them.
+
+    Decoding the whole document to dicts first held every entry three times
+    over at a million segments (the dicts, their normalised copies, the packed
+    rows); here each entry object is normalised and packed the moment it is
+    decoded, so only the packed rows outlive the parse.
+    """
+    packed = PackedEntries()
+
+    def hook(pairs: list[tuple[str, Any]]) -> Any:
+        if pairs and all(isinstance(value, _Row) for _, value in pairs):
+            return {key: value for key, value in pairs}  # the documents object
+        entry = dict(pairs)
+        if "sha256" in entry:  # an entry: pack it now
+            return _Row(packed.pack(_normalised(entry)))
+        return entry
+
+    documents = json.loads(data, object_pairs_hook=hook)["documents"]
     if not isinstance(documents, dict):
         raise TypeError("documents is not an object")
-    return {str(k): _normalised(v) for k, v in documents.items() if isinstance(v, dict)}
+    for source, row in documents.items():
+        if isinstance(row, _Row):
+            packed.set_row(str(source), row.values)
+    return packed
+
+
+class _Row:
+    """A packed entry on its way out of the parser (told apart from a plain object)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: tuple[Any, ...]) -> None:
+        self.values = values
 
 
 def _parse_entry(data: bytes) -> tuple[str, dict[str, Any]] | None:
