@@ -9,10 +9,13 @@ header, the manifest and every record.
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Iterator
+from typing import Any
 
 import fsspec
+from fsspec.implementations.local import LocalFileSystem
 
 from taguru_ray.contract.items import MAX_PASSAGE_BYTES
 from taguru_ray.errors import UsageError
@@ -27,17 +30,26 @@ def _join(folder: str, name: str) -> str:
     return folder + name if folder.endswith("/") else f"{folder}/{name}"
 
 
+def _file_names(fs: Any, root: str) -> list[str]:
+    """The regular files directly in a folder; a local one is read with one scandir
+    (fsspec's local listing stats every entry, a second at 100 000 files)."""
+    if isinstance(fs, LocalFileSystem):
+        with os.scandir(root) as entries:
+            return [entry.name for entry in entries if entry.is_file()]
+    return [
+        posixpath.basename(str(entry["name"]).rstrip("/"))
+        for entry in fs.ls(root, detail=True)
+        if entry.get("type") == "file"
+    ]
+
+
 def expand(paths: tuple[str, ...] | list[str]) -> list[str]:
     """Every segment source, in argument order, folders expanded in name order."""
     sources: list[str] = []
     for path in paths:
         fs, root = fsspec.core.url_to_fs(path)
         if fs.isdir(root):
-            names = sorted(
-                posixpath.basename(str(entry["name"]).rstrip("/"))
-                for entry in fs.ls(root, detail=True)
-                if entry.get("type") == "file"
-            )
+            names = sorted(_file_names(fs, root))
             found = [_join(path, name) for name in names if name.endswith(SEGMENT_SUFFIXES)]
             if not found:
                 raise UsageError(

@@ -56,6 +56,9 @@ ENTRY_DEFAULTS: dict[str, Any] = {
 
 
 _ABSENT = object()
+# Fields whose value differs per segment: sharing them would only grow the table.
+_PER_SEGMENT = frozenset({"sha256", "output", "source_id"})
+_SHARED_FIELDS = tuple(i for i, key in enumerate(MANIFEST_FIELDS) if key not in _PER_SEGMENT)
 
 
 class PackedEntries(MutableMapping[str, dict[str, Any]]):
@@ -73,15 +76,35 @@ class PackedEntries(MutableMapping[str, dict[str, Any]]):
             self[source] = entry
 
     def _share(self, value: Any) -> Any:
-        if isinstance(value, list):
-            value = tuple(value)
         try:
             return self._shared.setdefault(value, value)
         except TypeError:  # unhashable: keep it as it is
             return value
 
     def pack(self, entry: dict[str, Any]) -> tuple[Any, ...]:
-        return tuple(self._share(entry.get(key, _ABSENT)) for key in MANIFEST_FIELDS)
+        """The row: per-segment values as they are, the rest shared across entries."""
+        row = [entry.get(key, _ABSENT) for key in MANIFEST_FIELDS]
+        shared = self._shared
+        for index in _SHARED_FIELDS:  # inlined `_share`: this runs per field per entry
+            value = row[index]
+            if type(value) is list:
+                value = tuple(value)
+            try:
+                row[index] = shared.setdefault(value, value)
+            except TypeError:
+                row[index] = value
+        return tuple(row)
+
+    def matches(self, source: str, entry: dict[str, Any]) -> bool:
+        """Whether `source`'s entry equals `entry`, compared as rows (no dict is built)."""
+        row = self._rows.get(source)
+        if row is None:
+            return False
+        for key, value in zip(MANIFEST_FIELDS, row, strict=True):
+            given = entry.get(key, _ABSENT)
+            if given != value and not (isinstance(given, list) and tuple(given) == value):
+                return False
+        return True
 
     def set_row(self, source: str, row: tuple[Any, ...]) -> None:
         self._rows[sys.intern(source)] = row
@@ -169,8 +192,7 @@ class Manifest:
         return cls(out, entries, names), None
 
     def unchanged(self, source: str, inputs: dict[str, Any], existing: set[str]) -> bool:
-        entry = self.entries.get(source)
-        return entry is not None and entry == inputs and inputs["output"] in existing
+        return inputs["output"] in existing and self.entries.matches(source, inputs)
 
     def previous_output(self, source: str) -> str | None:
         entry = self.entries.get(source)
@@ -230,8 +252,8 @@ def _parse_single(data: str) -> PackedEntries:
         if pairs and all(isinstance(value, _Row) for _, value in pairs):
             return {key: value for key, value in pairs}  # the documents object
         entry = dict(pairs)
-        if "sha256" in entry:  # an entry: pack it now
-            return _Row(packed.pack(_normalised(entry)))
+        if "sha256" in entry:  # an entry: pack it now, absent fields at their defaults
+            return _Row(packed.pack({**ENTRY_DEFAULTS, **entry}))
         return entry
 
     documents = json.loads(data, object_pairs_hook=hook)["documents"]

@@ -157,6 +157,12 @@ class OutDir:
 
     def names(self, folder: str = "") -> set[str]:
         """File names directly inside `folder` (one listing, not one probe per file)."""
+        if self.local:  # names only: no stat per entry, which fsspec's listing pays
+            try:
+                with os.scandir(self.local_path(folder) if folder else self.root) as entries:
+                    return {entry.name for entry in entries}
+            except FileNotFoundError:
+                return set()
         return set(self.listing(folder))
 
     def appender(self, name: str, *, fresh: bool) -> Appender:
