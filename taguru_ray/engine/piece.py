@@ -195,22 +195,8 @@ async def run_round(
             response_format=response_format(rung) if rung else None,
             retry_timeouts=not ladder.engaged,
         )
-        completion = await wire.complete(request)
-        seq = await _seq_of(completion, wire)
-        verdict = _judge(completion, spec, policy.lossy)
-        await wire.on_attempt(
-            _attempt_record(
-                spec,
-                policy,
-                "item",
-                lap.attempt,
-                seq,
-                lap.corrects,
-                request,
-                completion,
-                verdict,
-                rung,
-            )
+        completion, seq, verdict = await _attempt(
+            spec, policy, wire, request, "item", lap.attempt, lap.corrects, rung
         )
         this = attempt_ref(policy.run_id, seq)
         if ladder.engaged:
@@ -295,6 +281,54 @@ async def _ladder_step(
     return Exhausted("length", rung, lap.budget)
 
 
+async def _attempt(
+    spec: PieceSpec,
+    policy: LoopPolicy,
+    wire: Wire,
+    request: CompletionRequest,
+    stage: str,
+    attempt: int,
+    corrects: Record | None,
+    rung: str | None,
+    *,
+    strict: bool = False,
+    judge: Callable[[Completion], _Verdict] | None = None,
+) -> tuple[Completion, int, _Verdict]:
+    """One completion: sent, numbered, judged (the extraction judge unless `judge` is
+    given; `strict` ignores --lossy) and recorded before anything acts on it."""
+    completion = await wire.complete(request)
+    seq = await _seq_of(completion, wire)
+    if judge is not None:
+        verdict = judge(completion)
+    else:
+        verdict = _judge(completion, spec, lossy=policy.lossy and not strict)
+    await wire.on_attempt(
+        _attempt_record(
+            spec, policy, stage, attempt, seq, corrects, request, completion, verdict, rung
+        )
+    )
+    return completion, seq, verdict
+
+
+async def _escalate_once(
+    spec: PieceSpec, policy: LoopPolicy, wire: Wire, budget: int, what: str
+) -> int | None:
+    """ADR 0019/0032's one escalated resend: the `move` record, and the budget to resend at."""
+    higher = policy.ladder.escalated(budget)
+    await wire.on_move(
+        move_record(
+            policy.run_id,
+            spec,
+            "escalate",
+            f"{what} was cut off at max_tokens {budget}; resending once at "
+            f"{higher if higher is not None else 'no cap'}",
+            from_max_tokens=budget,
+            to_max_tokens=higher,
+        )
+    )
+    return higher
+
+
 async def _seq_of(completion: Completion, wire: Wire) -> int:
     """The attempt's run-wide number: admission control numbered it as it was sent
     (issue order); a model port without admission numbers it here."""
@@ -351,32 +385,16 @@ async def correct_once(
         request = CompletionRequest(
             messages, max_tokens=budget, response_format=response_format(rung) if rung else None
         )
-        completion = await wire.complete(request)
-        seq = await _seq_of(completion, wire)
-        verdict = _judge(completion, spec, lossy=False)
-        await wire.on_attempt(
-            _attempt_record(
-                spec, policy, "cross_chunk", 1, seq, corrects, request, completion, verdict, rung
-            )
+        completion, seq, verdict = await _attempt(
+            spec, policy, wire, request, "cross_chunk", 1, corrects, rung, strict=True
         )
         if verdict.state in ("timeout", "transport"):
             raise PieceFailed(
                 f"the cross-chunk corrective turn failed: {verdict.parse_error}", spec.piece
             )
         if verdict.cut_off and budget is not None and not escalated:
-            higher = ladder.escalated(budget)
-            await wire.on_move(
-                move_record(
-                    policy.run_id,
-                    spec,
-                    "escalate",
-                    f"the cross-chunk correction was cut off at max_tokens {budget}; resending "
-                    f"once at {higher if higher is not None else 'no cap'}",
-                    from_max_tokens=budget,
-                    to_max_tokens=higher,
-                )
-            )
-            budget, escalated = higher, True
+            budget = await _escalate_once(spec, policy, wire, budget, "the cross-chunk correction")
+            escalated = True
             continue
         if not verdict.clean or verdict.cut_off:
             return None
@@ -509,22 +527,8 @@ async def glean(
             max_tokens=policy.ladder.max_output_tokens if policy.ladder.engaged else None,
             response_format=response_format(rung) if rung else None,
         )
-        completion = await wire.complete(request)
-        seq = await _seq_of(completion, wire)
-        verdict = _judge(completion, spec, policy.lossy)
-        await wire.on_attempt(
-            _attempt_record(
-                spec,
-                policy,
-                "gleaning",
-                number,
-                seq,
-                current.attempt,
-                request,
-                completion,
-                verdict,
-                rung,
-            )
+        completion, _, verdict = await _attempt(
+            spec, policy, wire, request, "gleaning", number, current.attempt, rung
         )
         more = parse_answer(completion.text) if verdict.state == "stop_valid" else None
         if not isinstance(more, Answer):
@@ -568,52 +572,34 @@ async def ask_overview(
             response_format=shape,
             retry_timeouts=not ladder.engaged,
         )
-        completion = await wire.complete(request)
-        seq = await _seq_of(completion, wire)
-        verdict, why = _overview_verdict(completion)
-        await wire.on_attempt(
-            _attempt_record(
-                spec, policy, "overview", attempt, seq, None, request, completion, verdict, rung
-            )
+        completion, _, verdict = await _attempt(
+            spec, policy, wire, request, "overview", attempt, None, rung, judge=_overview_verdict
         )
-        if why is None:
+        if verdict.state == "stop_valid":
             return completion.text or "", None
         if verdict.cut_off and budget is not None and not escalated:
-            higher = ladder.escalated(budget)
-            await wire.on_move(
-                move_record(
-                    policy.run_id,
-                    spec,
-                    "escalate",
-                    f"the overview answer was cut off at max_tokens {budget}; resending once at "
-                    f"{higher if higher is not None else 'no cap'}",
-                    from_max_tokens=budget,
-                    to_max_tokens=higher,
-                )
-            )
-            budget, escalated, attempt = higher, True, attempt + 1
+            budget = await _escalate_once(spec, policy, wire, budget, "the overview answer")
+            escalated, attempt = True, attempt + 1
             continue
-        return None, why
+        return None, verdict.parse_error
 
 
-def _overview_verdict(completion: Completion) -> tuple[_Verdict, str | None]:
-    """The attempt state, and why the answer cannot be used (None when it can)."""
+def _overview_verdict(completion: Completion) -> _Verdict:
+    """The attempt state; anything but stop_valid says in `parse_error` why it is unusable."""
     if completion.outcome != "answer":
-        return _Verdict(completion.outcome, parse_error=completion.error), completion.error
+        return _Verdict(completion.outcome, parse_error=completion.error)
     reason = completion.finish_reason or ""
     if reason in REFUSAL_REASONS or completion.refusal:
         why = f"the provider refused (finish_reason {reason or 'stop'})"
-        return _Verdict("refusal", parse_error=why, refusal=True), why
-    cut_off = reason in CUT_OFF_REASONS
+        return _Verdict("refusal", parse_error=why, refusal=True)
     text = (completion.text or "").strip()
     if not text:
-        return _Verdict("empty", parse_error="the answer was empty", empty=True), "empty answer"
-    if cut_off:
+        return _Verdict("empty", parse_error="empty answer", empty=True)
+    if reason in CUT_OFF_REASONS:
         why = "the answer was cut off at the output limit"
-        return _Verdict("length_limited", parse_error=why, cut_off=True), why
+        return _Verdict("length_limited", parse_error=why, cut_off=True)
     try:
         json.loads(text.strip("`").removeprefix("json").strip() if text.startswith("```") else text)
     except ValueError as error:
-        why = f"not a JSON object ({error})"
-        return _Verdict("stop_malformed", parse_error=why), why
-    return _Verdict("stop_valid"), None
+        return _Verdict("stop_malformed", parse_error=f"not a JSON object ({error})")
+    return _Verdict("stop_valid")
