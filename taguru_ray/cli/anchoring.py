@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import fsspec
 
+from taguru_ray.cli.args import parse
 from taguru_ray.contract.names import join
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.store.outdir import OutDir
@@ -53,10 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str]) -> int:
-    try:
-        args = build_parser().parse_args(list(argv))
-    except SystemExit as exit_:  # --help (0) or a usage error (2), already printed
-        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    args = parse(build_parser(), argv)
+    if isinstance(args, int):
+        return args
     files: dict[str, bytes] = {}
     for out in args.outs:
         try:

@@ -18,6 +18,7 @@ from taguru_ray.errors import EXIT_INTERRUPTED, TaguruRayError
 
 ERROR_PREFIX = "taguru-ray: extract: "
 
+
 class _Once(argparse.Action):
     """Store a value, refusing a second occurrence of the same flag."""
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import fsspec
 
+from taguru_ray.cli.args import parse
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.tools.inspect import VERB, Filter, build_report
 from taguru_ray.tools.inspect_text import render_text
@@ -44,10 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str]) -> int:
-    try:
-        args = build_parser().parse_args(list(argv))
-    except SystemExit as exit_:  # --help (0) or a usage error (2), already printed
-        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    args = parse(build_parser(), argv)
+    if isinstance(args, int):
+        return args
     try:
         data = _read(args.log)
     except OSError as error:

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 import fsspec
 
-from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError, UsageError
+from taguru_ray.cli.args import parse
+from taguru_ray.errors import EXIT_FAILED, EXIT_OK, TaguruRayError, UsageError
 from taguru_ray.store.outdir import TRACE, OutDir
 from taguru_ray.tools.metric_tables import compare, tables
 from taguru_ray.tools.metrics import MetricsReport, Prices, collect, load_prices
@@ -52,10 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str]) -> int:
-    try:
-        args = build_parser().parse_args(list(argv))
-    except SystemExit as exit_:  # --help (0) or a usage error (2), already printed
-        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    args = parse(build_parser(), argv)
+    if isinstance(args, int):
+        return args
     try:
         prices = _prices(args.prices)
         this = _collect(args.out, prices)
