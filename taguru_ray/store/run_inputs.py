@@ -23,7 +23,7 @@ from taguru_ray.contract.context_schema import (
     schema_type_names,
 )
 from taguru_ray.contract.context_schema import schema_digest as digest_of_schema
-from taguru_ray.errors import StartupError, UsageError
+from taguru_ray.errors import StartupError, TaguruRayError, UsageError
 from taguru_ray.settings import Settings
 from taguru_ray.store.vocabulary import (
     Vocabulary,
@@ -103,17 +103,22 @@ def _redaction(settings: Settings) -> tuple[tuple[Rule, ...], str]:
     digest = None
     if settings.redact_rules:
         path = settings.redact_rules
-        try:
-            with fsspec.open(path, "rb") as handle:
-                data = handle.read()
-        except (OSError, ValueError) as error:
-            raise UsageError(f"--redact-rules {path}: cannot be read ({error})") from None
+        data = _read("--redact-rules", path, UsageError)
         try:
             own, digest = parse_rules_file(data, path=path)
         except RulesError as error:
             raise UsageError(str(error)) from None
         rules.extend(own)
     return tuple(rules), redaction_input(groups, digest)
+
+
+def _read(flag: str, path: str, refusal: type[TaguruRayError]) -> bytes:
+    """A flag's file, local or fsspec URL; unreadable is `refusal` naming flag and file."""
+    try:
+        with fsspec.open(path, "rb") as handle:
+            return bytes(handle.read())
+    except (OSError, ValueError) as error:
+        raise refusal(f"{flag} {path}: cannot be read ({error})") from None
 
 
 def _vocabulary(path: str) -> Vocabulary:
@@ -128,11 +133,7 @@ def _vocabulary(path: str) -> Vocabulary:
 
 
 def _schema(path: str) -> ContextSchema:
-    try:
-        with fsspec.open(path, "rb") as handle:
-            data = handle.read()
-    except (OSError, ValueError) as error:
-        raise StartupError(f"--schema {path}: cannot be read ({error})") from None
+    data = _read("--schema", path, StartupError)
     try:
         return load_schema(data, path=path)
     except SchemaError as error:
