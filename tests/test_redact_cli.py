@@ -83,6 +83,16 @@ def test_no_planted_value_reaches_a_prompt_or_a_file_and_each_is_counted(
         assert f", passage, {len(redactions)} redacted" in report
     entries = json.loads((out / ".extract-manifest.json").read_text())["documents"]
     assert {entry["redaction"] for entry in entries.values()} == {"redact2"}
+    # A rerun skips both segments; --coverage still quotes their sentences — masked.
+    again = cli.extract(
+        "--context", CONTEXT, "--out", str(out), "--redact", "--coverage", str(tmp_path / "docs")
+    )
+    assert again.returncode == 0 and "unchanged, skipped" in again.stdout
+    assert ": uncovered: " in again.stderr
+    for values in planted_values().values():
+        for value in values:
+            for line in value.splitlines():
+                assert line not in again.stdout + again.stderr, line
 
 
 def test_toggling_redaction_re_extracts_and_dry_run_counts_the_matches(

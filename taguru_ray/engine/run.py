@@ -169,7 +169,12 @@ class ExtractRun:
                 lines = [("out", skip_line(source))]
                 if settings.coverage:
                     gaps = await asyncio.to_thread(
-                        existing_gaps, self.out, scanned.inputs["output"], source, scanned.data
+                        existing_gaps,
+                        self.out,
+                        scanned.inputs["output"],
+                        source,
+                        scanned.data,
+                        self.inputs.redaction,
                     )
                     lines.extend(("err", line) for line in gaps)
                 self.report.add(index, lines)

@@ -9,18 +9,24 @@ from __future__ import annotations
 
 import secrets
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from taguru_ray.contract.names import output_name, written_id
 from taguru_ray.contract.source_file import SourceFileError, parse_source_file
 from taguru_ray.pipeline.coverage import stderr_line, uncovered
-from taguru_ray.pipeline.read import SegmentRefused, read_segment, segment_sha256
+from taguru_ray.pipeline.read import (
+    SegmentRefused,
+    read_segment,
+    redact_segment,
+    segment_sha256,
+)
 from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.settings import Settings, compute_inputs
 from taguru_ray.store.inputs import read_source
 from taguru_ray.store.outdir import OutDir
+from taguru_ray.text.redact import Rule
 
 
 @dataclass
@@ -87,15 +93,18 @@ def skip_line(source: str) -> str:
     return f"{source}: unchanged, skipped (--force re-extracts)"
 
 
-def existing_gaps(out: OutDir, name: str, source: str, data: bytes) -> list[str]:
+def existing_gaps(
+    out: OutDir, name: str, source: str, data: bytes, rules: Sequence[Rule] = ()
+) -> list[str]:
     """--coverage over a skipped segment: judged from the source file it already has,
-    so a rerun over an unchanged corpus still reports every gap, calling nothing."""
+    so a rerun over an unchanged corpus still reports every gap, calling nothing. The
+    text is masked first under --redact: a gap line quotes the sentence."""
     written = out.read(name)
     if written is None:
         return []
     try:
         parsed = parse_source_file(written, name=name)
-        segment = read_segment(source, data)
+        segment, _ = redact_segment(read_segment(source, data), rules)
     except (SourceFileError, SegmentRefused):
         return []
     return [stderr_line(source, gap) for gap in uncovered(segment.paragraphs, parsed.associations)]
