@@ -33,6 +33,10 @@ from taguru_ray.store.logs import Sidecar
 from taguru_ray.store.outdir import OutDir
 from taguru_ray.store.run_inputs import RunInputs
 
+# httpx clients per worker: enough that each pool holds a few connections (ChatClient).
+CONNECTIONS_PER_SHARD = 8
+MAX_SHARDS = 16
+
 
 # A worker process that dies (a preempted node) is restarted by Ray; the driver
 # resubmits the segments it was running, and their checkpoints make the redo cheap.
@@ -70,7 +74,11 @@ class SegmentWorker:
             limits = httpx.Limits(
                 max_connections=connections, max_keepalive_connections=connections
             )
-            http = httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(None))
+            shards = min(-(-connections // CONNECTIONS_PER_SHARD), MAX_SHARDS)
+            http = [
+                httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(None))
+                for _ in range(shards)
+            ]
             self._client = ChatClient(
                 http,
                 list(self._settings.endpoints),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -112,11 +112,17 @@ def endpoint_url(url: str) -> str:
 
 
 class ChatClient:
-    """Completions with one model against one or several endpoints (admission picks)."""
+    """Completions with one model against one or several endpoints (admission picks).
+
+    `http` may be several clients (shards): a request goes to the one with the
+    fewest requests on the wire. httpcore's pool scans every connection it holds
+    on each request start and end, so one pool of 64 connections spends more CPU
+    on that scan than on the requests; shards of a few connections each do not.
+    """
 
     def __init__(
         self,
-        http: httpx.AsyncClient,
+        http: httpx.AsyncClient | Sequence[httpx.AsyncClient],
         url: str | list[str],
         model: str,
         *,
@@ -125,7 +131,8 @@ class ChatClient:
         admission: Admission | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._http = http
+        self._shards = [http] if isinstance(http, httpx.AsyncClient) else list(http)
+        self._busy = [0] * len(self._shards)
         self._urls = [endpoint_url(u) for u in ([url] if isinstance(url, str) else url)]
         self._model = model
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -176,10 +183,15 @@ class ChatClient:
         began = self._clock()
         usage = Usage("transport", 0.0)
         try:
-            async with asyncio.timeout(self._timeout):
-                response = await self._http.post(
-                    self._urls[endpoint], json=body, headers=self._headers
-                )
+            shard = self._busy.index(min(self._busy))
+            self._busy[shard] += 1
+            try:
+                async with asyncio.timeout(self._timeout):
+                    response = await self._shards[shard].post(
+                        self._urls[endpoint], json=body, headers=self._headers
+                    )
+            finally:
+                self._busy[shard] -= 1
             usage = Usage(f"http_{response.status_code}", self._clock() - began)
             if response.status_code == 429 or response.status_code >= 500:
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
