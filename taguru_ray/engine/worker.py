@@ -76,8 +76,7 @@ class SegmentWorker:
             )
             shards = min(-(-connections // CONNECTIONS_PER_SHARD), MAX_SHARDS)
             http = [
-                httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(None))
-                for _ in range(shards)
+                httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(None)) for _ in range(shards)
             ]
             self._client = ChatClient(
                 http,
