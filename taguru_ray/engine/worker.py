@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import fsspec
@@ -36,6 +37,7 @@ from taguru_ray.store.run_inputs import RunInputs
 # httpx clients per worker: enough that each pool holds a few connections (ChatClient).
 CONNECTIONS_PER_SHARD = 8
 MAX_SHARDS = 16
+WRITER_THREADS = 32
 
 
 # A worker process that dies (a preempted node) is restarted by Ray; the driver
@@ -94,6 +96,12 @@ class SegmentWorker:
     async def run(self, job: SegmentJob) -> SegmentOutcome:
         if not self._registered:  # once per incarnation: frees a dead predecessor's permits
             self._registered = True
+            # Store writes run on threads and a local write waits for its fsync (about a
+            # millisecond of disk time, little CPU): asyncio's default of cores + 4 threads
+            # would queue the segments' writes behind one another.
+            asyncio.get_running_loop().set_default_executor(
+                ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="store")
+            )
             await self._admission.register()
         pending: list[Any] = []
 
