@@ -48,6 +48,8 @@ from taguru_ray.store.outdir import OutDir
 from taguru_ray.store.run_inputs import RunInputs
 from taguru_ray.store.vocabulary import contribution
 
+FOLD_BATCH = 64  # folded segments per claims-ledger call
+FOLD_DELAY_S = 0.02  # the longest a folded segment waits to be sent
 RESUBMITS = 3  # a segment whose worker dies this often fails, named
 SCAN_BATCH = 256
 SCAN_BATCH_BYTES = 32 * 1024 * 1024
@@ -81,6 +83,8 @@ class ExtractRun:
         self.reached = 0
         self.started = time.monotonic()
         self._limit_changes_seen = 0
+        self._unsent_folds: list[tuple[int, Contribution]] = []
+        self._fold_timer: asyncio.TimerHandle | None = None
 
     def _above(self, emit: Any) -> Any:
         def emit_above(line: str) -> None:
@@ -91,7 +95,7 @@ class ExtractRun:
 
     async def run(self) -> int:
         # Imported here: the actor classes register with Ray only when a run needs them.
-        from taguru_ray.engine.ledger import Ledger
+        from taguru_ray.engine.ledger import CONTEXT_INDEX, Ledger
         from taguru_ray.engine.worker import DiagnosticsWriter, SegmentWorker
         from taguru_ray.llm.gateway import Gateway
 
@@ -113,7 +117,7 @@ class ExtractRun:
             # its labels seed the reuse list, its names the claimed-names check.
             seed = contribution(self.inputs.vocabulary)
             self.window.seed(seed)
-            await self.ledger.absorb.remote([(-1, seed)])
+            await self.ledger.absorb.remote([(CONTEXT_INDEX, seed)])
         # One copy in the object store however many workers, passed inside a list so
         # the constructor argument itself stays inline: a restarted worker replays it
         # and fetches the copy the driver still owns.
@@ -187,9 +191,7 @@ class ExtractRun:
                 self.reached = index
                 break
             vocabulary = self.window.vocabulary_for(index)
-            folded = self.window.drain_folded()
-            if folded:  # the ledger must hold them before the segment can look them up
-                await self.ledger.absorb.remote(folded)
+            self._send_folds(self.window.drain_folded())
             job = SegmentJob(
                 index,
                 source,
@@ -199,7 +201,27 @@ class ExtractRun:
                 self.window.claims_upto(index),
             )
             tasks.append(asyncio.create_task(self._extract(job)))
+        self._send_folds([], now=True)
         await asyncio.gather(*tasks)
+
+    def _send_folds(self, folded: list[tuple[int, Contribution]], *, now: bool = False) -> None:
+        """Hand folded segments to the claims ledger in batches, without waiting: a lookup
+        there waits for the segments it may see, and a batch leaves within FOLD_DELAY_S."""
+        self._unsent_folds.extend(folded)
+        if not self._unsent_folds:
+            return
+        if now or len(self._unsent_folds) >= FOLD_BATCH:
+            self.ledger.absorb.remote(self._unsent_folds)
+            self._unsent_folds = []
+            if self._fold_timer is not None:
+                self._fold_timer.cancel()
+                self._fold_timer = None
+        elif self._fold_timer is None:
+            self._fold_timer = asyncio.get_running_loop().call_later(FOLD_DELAY_S, self._fold_due)
+
+    def _fold_due(self) -> None:
+        self._fold_timer = None
+        self._send_folds([], now=True)
 
     async def _scan_ahead(self) -> AsyncIterator[Scanned]:
         """Read and hash segments in name order, a batch per thread hop (a hop costs

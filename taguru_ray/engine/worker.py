@@ -129,7 +129,7 @@ class SegmentWorker:
             live or _no_endpoint,
             self._admission.next_attempt_seq,
             claims,
-            GatewayRung(self._gateway),
+            GatewayRung(self._gateway, self._admission),
         )
         mode = self._settings.replay_mode
         if mode != "off":

@@ -39,15 +39,16 @@ class Gateway:
 
     async def acquire(
         self, worker: str, tokens: int, want_seq: bool = False
-    ) -> tuple[int, int, int | None] | None:
-        """(lease id, endpoint index, attempt_seq when asked), or None once stopping."""
+    ) -> tuple[int, int, int | None, str | None] | None:
+        """(lease id, endpoint index, attempt_seq when asked, the rung now), or None once
+        stopping. The rung rides along so a worker's rung port needs no call of its own."""
         try:
             lease = await self._pool.acquire(worker, tokens)
         except Stopped:
             return None
         metrics.in_flight(self._pool.in_flight)
         seq = self._pool.next_attempt_seq() if want_seq else None
-        return lease.lease_id, lease.endpoint, seq
+        return lease.lease_id, lease.endpoint, seq, self._rung.rung if self._rung else None
 
     async def release(self, lease_id: int, usage: Usage) -> None:
         await self._pool.release(lease_id, usage)
@@ -81,6 +82,7 @@ class GatewayAdmission:
         self._gateway = gateway
         self._index = index
         self.incarnation = f"{index}-{secrets.token_hex(4)}"
+        self.rung_seen: tuple[str | None] | None = None  # the rung the last grant carried
 
     async def register(self) -> None:
         """Tell the gateway this worker (re)started, freeing a dead predecessor's permits."""
@@ -90,7 +92,9 @@ class GatewayAdmission:
         granted = await self._gateway.acquire.remote(self.incarnation, tokens, want_seq)
         if granted is None:
             raise Stopped()
-        return granted  # type: ignore[no-any-return]
+        lease, endpoint, seq, rung = granted
+        self.rung_seen = (rung,)
+        return lease, endpoint, seq
 
     async def release(self, lease_id: int, usage: Usage) -> None:
         # Not awaited: the gateway applies it in order with this worker's other calls,
@@ -102,13 +106,25 @@ class GatewayAdmission:
 
 
 class GatewayRung:
-    """The segment's rung port over the gateway: read fresh each round, demoted run-wide."""
+    """The segment's rung port over the gateway, demoted run-wide.
 
-    def __init__(self, gateway: Any) -> None:
+    `current` is the rung the worker's latest permit grant or demotion reply
+    carried (one call to the gateway before the first of them): a worker takes
+    a permit every few milliseconds under load, so a demotion elsewhere reaches
+    it by its next request. A request built under a rung already demoted fails
+    like the one that demoted it, and its `demote` answers with the rung now.
+    """
+
+    def __init__(self, gateway: Any, admission: GatewayAdmission) -> None:
         self._gateway = gateway
+        self._admission = admission
 
     async def current(self) -> str | None:
-        return await self._gateway.rung.remote()  # type: ignore[no-any-return]
+        if self._admission.rung_seen is None:
+            self._admission.rung_seen = (await self._gateway.rung.remote(),)
+        return self._admission.rung_seen[0]
 
     async def demote(self, ran_under: str) -> tuple[bool, str]:
-        return await self._gateway.demote.remote(ran_under)  # type: ignore[no-any-return]
+        moved, now = await self._gateway.demote.remote(ran_under)
+        self._admission.rung_seen = (now,)
+        return moved, now
