@@ -139,6 +139,46 @@ def test_a_restarted_worker_frees_the_permits_its_dead_incarnation_held() -> Non
     assert asyncio.run(scenario()) == 1
 
 
+def test_a_waiter_is_woken_when_a_dead_incarnations_permits_are_freed() -> None:
+    async def scenario() -> int:
+        p = pool(limit=1)
+        p.register(0, "w0-a")
+        await p.acquire("w0-a", 0)
+        waiting = asyncio.ensure_future(p.acquire("w1-a", 0))
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        p.register(0, "w0-b")  # the actor holding the permit was restarted
+        await p.wake()
+        await asyncio.wait_for(waiting, 1)
+        return p.in_flight
+
+    assert asyncio.run(scenario()) == 1
+
+
+def test_a_release_hands_its_permit_to_one_waiter_in_arrival_order() -> None:
+    async def scenario() -> list[int]:
+        p = pool(limit=2)
+        first = [await p.acquire("w", 0), await p.acquire("w", 0)]
+        order: list[int] = []
+
+        async def wait(n: int) -> None:
+            await p.acquire("w", 0)
+            order.append(n)
+
+        waiters = [asyncio.ensure_future(wait(n)) for n in range(5)]
+        await asyncio.sleep(0.01)
+        await p.release(first[0].lease_id, Usage("ok", 0.1))
+        await asyncio.sleep(0.01)
+        assert order == [0]  # one permit freed, one waiter through
+        await p.release(first[1].lease_id, Usage("ok", 0.1))
+        await asyncio.sleep(0.01)
+        for waiter in waiters:
+            waiter.cancel()
+        return order
+
+    assert asyncio.run(scenario()) == [0, 1]
+
+
 def test_adaptive_concurrency_settles_at_the_servers_knee() -> None:
     """A server with C slots and latency L: queueing past C makes latency climb."""
     knee, unloaded = 64, 0.2

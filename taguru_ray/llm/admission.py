@@ -161,7 +161,18 @@ class PermitPool:
             lease = self._leases.pop(lease_id, None)
             if lease is not None:
                 self._settle(lease, usage)
-            self._condition().notify_all()
+            self._wake()
+
+    def _wake(self) -> None:
+        """Wake as many waiters as there are free permits, first come first served.
+
+        Not all of them: with hundreds of segments waiting, waking every one per
+        release costs more than the requests. A waiter that still cannot go (a
+        paused endpoint, a rate window) waits again with its own timeout.
+        """
+        free = self.current_limit - self.in_flight
+        if free > 0:
+            self._condition().notify(free)
 
     def _settle(self, lease: Lease, usage: Usage) -> None:
         now = self.clock()
@@ -195,6 +206,11 @@ class PermitPool:
         for lease in [lease for lease in self._leases.values() if lease.worker == previous]:
             del self._leases[lease.lease_id]
             self._settle(lease, Usage("lost", 0.0))
+
+    async def wake(self) -> None:
+        """Wake waiters for permits freed outside `release` (a restarted worker's)."""
+        async with self._condition():
+            self._wake()
 
     def next_attempt_seq(self) -> int:
         self.attempt_seq += 1

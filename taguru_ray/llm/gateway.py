@@ -56,6 +56,7 @@ class Gateway:
 
     async def register(self, index: int, incarnation: str) -> None:
         self._pool.register(index, incarnation)
+        await self._pool.wake()
 
     async def next_attempt_seq(self) -> int:
         return self._pool.next_attempt_seq()
