@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ray
 
+from taguru_ray.contract.items import Alias, Association
 from taguru_ray.engine.ledger import CONTEXT_INDEX, Ledger
 from taguru_ray.pipeline.steer import Contribution
-from taguru_ray.contract.items import Alias, Association
 
 
 def names(*pairs: tuple[str, str]) -> Contribution:
