@@ -18,7 +18,7 @@ def test_window_one_offers_every_earlier_segment() -> None:
         for index, label in enumerate(["uses", "part of", "uses"]):
             await window.wait_eligible(index)
             seen.append([u.label for u in window.vocabulary_for(index)])
-            await window.finish(index, labels(label))
+            window.finish(index, labels(label))
         return seen
 
     assert asyncio.run(scenario()) == [[], ["uses"], ["uses", "part of"]]
@@ -31,8 +31,8 @@ def test_window_two_lets_neighbours_overlap_and_offers_the_older_fold() -> None:
         await window.wait_eligible(1)  # segment 1 needs nothing finished
         first = [u.label for u in window.vocabulary_for(0)]
         second = [u.label for u in window.vocabulary_for(1)]
-        await window.finish(1, labels("late"))
-        await window.finish(0, labels("early"))
+        window.finish(1, labels("late"))
+        window.finish(0, labels("early"))
         await window.wait_eligible(2)
         third = [u.label for u in window.vocabulary_for(2)]
         return [first, second, third]
@@ -45,7 +45,7 @@ def test_a_lazy_contribution_is_read_only_when_folded() -> None:
 
     async def scenario() -> None:
         window = SegmentWindow(1)
-        await window.finish(0, lambda: calls.append(0) or labels("x"))
+        window.finish(0, lambda: calls.append(0) or labels("x"))
         assert calls == []
         assert [u.label for u in window.vocabulary_for(1)] == ["x"]
 
@@ -56,8 +56,8 @@ def test_a_lazy_contribution_is_read_only_when_folded() -> None:
 def test_asking_out_of_order_is_refused() -> None:
     async def scenario() -> None:
         window = SegmentWindow(1)
-        await window.finish(0, labels("x"))
-        await window.finish(1, labels("y"))
+        window.finish(0, labels("x"))
+        window.finish(1, labels("y"))
         window.vocabulary_for(2)
         window.vocabulary_for(1)
 

@@ -76,9 +76,7 @@ class ExtractRun:
         self.progress = Progress(mode_for(settings.progress, sys.stderr), len(sources))
         self.console = Console(self._above(console.out), self._above(console.err))
         self.report = OrderedReport(self.console.out, self.console.err)
-        self.manifest, note = Manifest.load(out)
-        if note:
-            self.console.err(f"{FAILURE_PREFIX}{note}")
+        self.manifest = Manifest(out, {})  # replaced by the loaded one before any skip
         self.stopping = False
         self.reached = 0
         self.started = time.monotonic()
@@ -100,6 +98,9 @@ class ExtractRun:
         from taguru_ray.llm.gateway import Gateway
 
         settings = self.settings
+        # Parsed on a thread while the actors start and the first segments are hashed:
+        # a million-entry manifest takes seconds.
+        self._manifest_loading = asyncio.ensure_future(asyncio.to_thread(Manifest.load, self.out))
         limit = settings.max_inflight if isinstance(settings.max_inflight, int) else None
         # The run's state (permits, rung, claims, the sidecar) lives beside the driver —
         # on a cluster, the head node — never on a spot worker that may vanish.
@@ -157,9 +158,13 @@ class ExtractRun:
 
     async def _dispatch(self) -> None:
         settings = self.settings
+        scanning = self._scan_ahead()
+        self.manifest, note = await self._manifest_loading
+        if note:
+            self.console.err(f"{FAILURE_PREFIX}{note}")
         existing = self.out.names()
         tasks: list[asyncio.Task[None]] = []
-        async for scanned in self._scan_ahead():
+        async for scanned in scanning:
             index, source = scanned.index, scanned.source
             if self.stopping:
                 break
@@ -182,9 +187,7 @@ class ExtractRun:
                     )
                     lines.extend(("err", line) for line in gaps)
                 self.report.add(index, lines)
-                await self.window.finish(
-                    index, existing_contribution(self.out, scanned.inputs["output"])
-                )
+                self.window.finish(index, existing_contribution(self.out, scanned.inputs["output"]))
                 continue
             await self.window.wait_eligible(index)
             if self.stopping:
@@ -223,9 +226,14 @@ class ExtractRun:
         self._fold_timer = None
         self._send_folds([], now=True)
 
-    async def _scan_ahead(self) -> AsyncIterator[Scanned]:
+    def _scan_ahead(self) -> AsyncIterator[Scanned]:
         """Read and hash segments in name order, a batch per thread hop (a hop costs
-        more than hashing a small segment); a batch stops at 32 MiB of segment bytes."""
+        more than hashing a small segment); a batch stops at 32 MiB of segment bytes.
+
+        The first batch starts being read at this call, the next while the caller
+        works through the current one: file reads release the GIL, so hashing
+        overlaps the manifest's parse and the dispatch loop.
+        """
         seen: set[str] = set()
         several = len(self.sources) > 1
 
@@ -240,12 +248,23 @@ class ExtractRun:
                     break
             return out
 
-        start = 0
-        while start < len(self.sources) and not self.stopping:
-            scanned_batch = await asyncio.to_thread(batch, start)
-            for scanned in scanned_batch:
-                yield scanned
-            start += len(scanned_batch)
+        def read_ahead(start: int) -> asyncio.Future[list[Scanned]] | None:
+            if start >= len(self.sources):
+                return None
+            return asyncio.ensure_future(asyncio.to_thread(batch, start))
+
+        async def batches(ahead: asyncio.Future[list[Scanned]] | None) -> AsyncIterator[Scanned]:
+            start = 0
+            while ahead is not None and not self.stopping:
+                scanned_batch = await ahead
+                start += len(scanned_batch)
+                ahead = read_ahead(start)
+                for scanned in scanned_batch:
+                    yield scanned
+            if ahead is not None:  # stopped: let the batch under way end before Ray stops
+                await ahead
+
+        return batches(read_ahead(0))
 
     async def _resolve_rung(self) -> str | None:
         """The run's starting rung: none off the ladder, the pinned one, or `auto`'s probe."""
@@ -269,7 +288,7 @@ class ExtractRun:
     async def _failed_before_start(self, index: int, source: str, why: str) -> None:
         self.tally.failed += 1
         self.report.add(index, [("err", f"{FAILURE_PREFIX}{source}: {why}")])
-        await self.window.finish(index, Contribution())
+        self.window.finish(index, Contribution())
 
     async def _extract(self, job: SegmentJob) -> None:
         outcome = await self._run_on_a_worker(job)
@@ -283,7 +302,7 @@ class ExtractRun:
         else:
             self.tally.failed += 1
         self.report.add(job.index, lines)
-        await self.window.finish(job.index, outcome.contribution)
+        self.window.finish(job.index, outcome.contribution)
 
     async def _run_on_a_worker(self, job: SegmentJob) -> SegmentOutcome:
         """Run a segment; a worker that dies under it gets the segment resubmitted."""

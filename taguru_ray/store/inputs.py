@@ -67,7 +67,11 @@ def read_source(source: str) -> bytes:
     """A segment's bytes, at most READ_LIMIT of them; OSError when unreadable."""
     if "://" not in source:  # a plain local path: skip fsspec's per-file overhead
         with open(source, "rb") as local:
-            return local.read(READ_LIMIT)
+            # read(READ_LIMIT) allocates the whole limit first: three times the cost of
+            # reading a small segment. Ask for its size (plus one byte: a file growing
+            # as it is read is read as it was, never past the limit).
+            size = os.fstat(local.fileno()).st_size
+            return local.read(READ_LIMIT if size >= READ_LIMIT else size + 1)
     with fsspec.open(source, "rb") as handle:
         return handle.read(READ_LIMIT)
 
