@@ -3,7 +3,7 @@ import asyncio
 import pytest
 
 from taguru_ray.contract.items import Association
-from taguru_ray.engine.window import OrderedReport, SegmentWindow
+from taguru_ray.engine.window import SKIPPED, OrderedReport, SegmentWindow
 from taguru_ray.pipeline.steer import Contribution
 
 
@@ -73,3 +73,20 @@ def test_report_lines_come_out_in_name_order() -> None:
     assert out == ["a1", "a2"]
     report.add(1, [("out", "b")])
     assert out == ["a1", "a2", "b", "c"]
+
+
+def test_skipped_segments_are_read_only_when_a_later_fold_needs_them() -> None:
+    read: list[int] = []
+
+    def existing(index: int) -> Contribution:
+        read.append(index)
+        return labels(f"old-{index}")
+
+    window = SegmentWindow(2, existing)
+    for index in range(3):
+        window.finish(index, SKIPPED)
+    assert read == [] and window.low_water == 3
+    assert not window._finished  # nothing per segment beyond the in-order queue
+    vocabulary = window.vocabulary_for(3)  # sees segments 0 .. 1
+    assert read == [0, 1]
+    assert sorted(use.label for use in vocabulary) == ["old-0", "old-1"]

@@ -39,7 +39,7 @@ def dry_run(settings: Settings, console: Console) -> int:
     manifest, note = Manifest.load(out)
     if note:
         console.err(f"{FAILURE_PREFIX}{note}")
-    existing = out.names()
+    existing = out.presence()
     tally = Tally(total=len(sources))
     seen: set[str] = set()
     for index, source in enumerate(sources):

@@ -23,6 +23,7 @@ import httpx
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from taguru_ray.contract.names import output_name
 from taguru_ray.engine.ports import SegmentJob, SegmentOutcome
 from taguru_ray.engine.progress import Progress, mode_for
 from taguru_ray.engine.scan import (
@@ -36,7 +37,7 @@ from taguru_ray.engine.scan import (
     skip_line,
 )
 from taguru_ray.engine.segment import FAILURE_PREFIX
-from taguru_ray.engine.window import OrderedReport, SegmentWindow
+from taguru_ray.engine.window import SKIPPED, OrderedReport, SegmentWindow
 from taguru_ray.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from taguru_ray.llm.client import ChatClient
 from taguru_ray.llm.ladder import PINNED, PROMPTED, probe
@@ -72,7 +73,7 @@ class ExtractRun:
         self.sources = sources
         self.run_id = new_run_id()
         self.tally = Tally(total=len(sources))
-        self.window = SegmentWindow(settings.segment_window)
+        self.window = SegmentWindow(settings.segment_window, self._existing_contribution)
         self.progress = Progress(mode_for(settings.progress, sys.stderr), len(sources))
         self.console = Console(self._above(console.out), self._above(console.err))
         self.report = OrderedReport(self.console.out, self.console.err)
@@ -83,6 +84,10 @@ class ExtractRun:
         self._limit_changes_seen = 0
         self._unsent_folds: list[tuple[int, Contribution]] = []
         self._fold_timer: asyncio.TimerHandle | None = None
+
+    def _existing_contribution(self, index: int) -> Contribution:
+        """What skipped segment `index` offers: its source file's labels and names."""
+        return existing_contribution(self.out, output_name(self.sources[index]))
 
     def _above(self, emit: Any) -> Any:
         def emit_above(line: str) -> None:
@@ -162,7 +167,7 @@ class ExtractRun:
         self.manifest, note = await self._manifest_loading
         if note:
             self.console.err(f"{FAILURE_PREFIX}{note}")
-        existing = self.out.names()
+        existing = self.out.presence()
         tasks: list[asyncio.Task[None]] = []
         async for scanned in scanning:
             index, source = scanned.index, scanned.source
@@ -187,7 +192,7 @@ class ExtractRun:
                     )
                     lines.extend(("err", line) for line in gaps)
                 self.report.add(index, lines)
-                self.window.finish(index, existing_contribution(self.out, scanned.inputs["output"]))
+                self.window.finish(index, SKIPPED)
                 continue
             await self.window.wait_eligible(index)
             if self.stopping:

@@ -110,18 +110,13 @@ def existing_gaps(
     return [stderr_line(source, gap) for gap in uncovered(segment.paragraphs, parsed.associations)]
 
 
-def existing_contribution(out: OutDir, name: str) -> Callable[[], Contribution]:
-    """A skipped segment offers its existing file's labels; read only if a later
-    segment actually needs the fold."""
-
-    def read() -> Contribution:
-        data = out.read(name)
-        if data is None:
-            return Contribution()
-        try:
-            parsed = parse_source_file(data, name=name)
-        except SourceFileError:
-            return Contribution()
-        return Contribution.of(parsed.associations, parsed.aliases)
-
-    return read
+def existing_contribution(out: OutDir, name: str) -> Contribution:
+    """What a skipped segment offers: its existing source file's labels and names."""
+    data = out.read(name)
+    if data is None:
+        return Contribution()
+    try:
+        parsed = parse_source_file(data, name=name)
+    except SourceFileError:
+        return Contribution()
+    return Contribution.of(parsed.associations, parsed.aliases)

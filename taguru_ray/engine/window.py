@@ -11,19 +11,33 @@ reads the same on every run.
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from taguru_ray.pipeline.steer import Contribution, LabelLedger, LabelUse
 
-LazyContribution = Contribution | Callable[[], Contribution]
+
+class Skipped:
+    """A segment skipped as unchanged: what it offers is read from its existing source
+    file, and only if a later segment's fold needs it (`SegmentWindow.existing`)."""
+
+
+SKIPPED = Skipped()
+LazyContribution = Contribution | Callable[[], Contribution] | Skipped
 
 
 @dataclass
 class SegmentWindow:
     width: int
+    # What a skipped segment offers, by index (None: nothing, as in tests).
+    existing: Callable[[int], Contribution] | None = None
     low_water: int = 0  # every segment below this index has finished
+    # Finished above the low-water mark (at most about W of them) ...
     _finished: dict[int, LazyContribution] = field(default_factory=dict)
+    # ... and below it, not folded yet: segments _folded .. low_water-1, in order. A run
+    # that skips a million segments and dispatches none holds a million sentinels here.
+    _ready: deque[LazyContribution] = field(default_factory=deque)
     _ledger: LabelLedger = field(default_factory=LabelLedger)
     _folded: int = 0  # segments 0 .. _folded-1 are in the ledger
     # Folded since the driver last drained them, for the claims ledger.
@@ -41,10 +55,13 @@ class SegmentWindow:
         Synchronous, no lock: one event loop owns the window, and a skip run calls
         this once per segment (a hundred thousand times for a big unchanged corpus).
         """
-        self._finished[index] = contribution
         if index != self.low_water:
+            self._finished[index] = contribution
             return
+        self._ready.append(contribution)
+        self.low_water += 1
         while self.low_water in self._finished:
+            self._ready.append(self._finished.pop(self.low_water))
             self.low_water += 1
         if self._waiters:
             waiting = self._waiters
@@ -82,8 +99,11 @@ class SegmentWindow:
         if upto < self._folded:
             raise RuntimeError(f"vocabulary asked for segment {index} after a later one")
         while self._folded < upto:
-            lazy = self._finished.pop(self._folded)
-            contribution = lazy() if callable(lazy) else lazy
+            lazy = self._ready.popleft()
+            if isinstance(lazy, Skipped):
+                contribution = self.existing(self._folded) if self.existing else Contribution()
+            else:
+                contribution = lazy() if callable(lazy) else lazy
             self._ledger.absorb(contribution)
             self.newly_folded.append((self._folded, contribution))
             self._folded += 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,7 +51,11 @@ def expand(paths: tuple[str, ...] | list[str]) -> list[str]:
         fs, root = fsspec.core.url_to_fs(path)
         if fs.isdir(root):
             names = sorted(_file_names(fs, root))
-            found = [_join(path, name) for name in names if name.endswith(SEGMENT_SUFFIXES)]
+            # Interned: the manifest interns its keys, so a big corpus's paths are
+            # held once, not once per structure that names them.
+            found = [
+                sys.intern(_join(path, name)) for name in names if name.endswith(SEGMENT_SUFFIXES)
+            ]
             if not found:
                 raise UsageError(
                     f"{path}: the folder holds no .md or .txt files — name files or another folder"

@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 import threading
-from collections.abc import Iterator, Mapping, MutableMapping
-from typing import Any
+from collections.abc import Container, Iterator, Mapping, MutableMapping
+from typing import IO, Any
 
+from taguru_ray.contract.names import output_name
 from taguru_ray.settings import MANIFEST_FIELDS
 from taguru_ray.store.outdir import MANIFEST, MANIFEST_JOURNAL, OutDir
 
@@ -56,68 +58,80 @@ ENTRY_DEFAULTS: dict[str, Any] = {
 
 
 _ABSENT = object()
+_DERIVED = object()  # a row's output: the name output_name(source) gives
 # Fields whose value differs per segment: sharing them would only grow the table.
-_PER_SEGMENT = frozenset({"sha256", "output", "source_id"})
-_SHARED_FIELDS = tuple(i for i, key in enumerate(MANIFEST_FIELDS) if key not in _PER_SEGMENT)
+_PER_SEGMENT = ("sha256", "source_id", "output")
+_SHARED = tuple(key for key in MANIFEST_FIELDS if key not in _PER_SEGMENT)
 
 
 class PackedEntries(MutableMapping[str, dict[str, Any]]):
-    """Entries kept as tuples in contract field order, values interned.
+    """Entries kept as small rows: the per-segment values, then one shared tuple.
 
-    A million-segment manifest held as dicts costs gigabytes; as tuples of
-    shared values (most fields are the same for every entry) about a sixth of
-    that. Reading an entry gives a fresh dict.
+    A million-segment manifest held as dicts costs gigabytes. Every field but
+    the hash, the source id and the output name is usually the same for every
+    entry of a run, so a row is (sha256, source_id, output, shared), the
+    shared tuple interned: about 90 bytes of row per entry instead of a dict.
+    Reading an entry gives a fresh dict.
     """
 
     def __init__(self, entries: Mapping[str, dict[str, Any]] | None = None) -> None:
         self._rows: dict[str, tuple[Any, ...]] = {}
-        self._shared: dict[Any, Any] = {}
+        self._shared: dict[tuple[Any, ...], tuple[Any, ...]] = {}
         for source, entry in (entries or {}).items():
             self[source] = entry
 
-    def _share(self, value: Any) -> Any:
-        try:
-            return self._shared.setdefault(value, value)
-        except TypeError:  # unhashable: keep it as it is
-            return value
-
-    def pack(self, entry: dict[str, Any]) -> tuple[Any, ...]:
-        """The row: per-segment values as they are, the rest shared across entries."""
-        row = [entry.get(key, _ABSENT) for key in MANIFEST_FIELDS]
-        shared = self._shared
-        for index in _SHARED_FIELDS:  # inlined `_share`: this runs per field per entry
-            value = row[index]
+    @staticmethod
+    def _values(entry: dict[str, Any]) -> tuple[Any, ...]:
+        values = [entry.get(key, _ABSENT) for key in _SHARED]
+        for index, value in enumerate(values):
             if type(value) is list:
-                value = tuple(value)
-            try:
-                row[index] = shared.setdefault(value, value)
-            except TypeError:
-                row[index] = value
-        return tuple(row)
+                values[index] = tuple(value)
+        return tuple(values)
+
+    def pack(self, entry: dict[str, Any], source: str) -> tuple[Any, ...]:
+        """The row: per-segment values as they are, the rest one shared tuple. The output
+        name is not kept when it is the one `source` always gets (it is recomputed)."""
+        values = self._values(entry)
+        try:
+            shared = self._shared.setdefault(values, values)
+        except TypeError:  # an unhashable value (a nested object): kept as it is
+            shared = values
+        output = entry.get("output", _ABSENT)
+        if output == output_name(source):
+            output = _DERIVED
+        return (entry.get("sha256", _ABSENT), entry.get("source_id", _ABSENT), output, shared)
 
     def matches(self, source: str, entry: dict[str, Any]) -> bool:
         """Whether `source`'s entry equals `entry`, compared as rows (no dict is built)."""
         row = self._rows.get(source)
         if row is None:
             return False
-        for key, value in zip(MANIFEST_FIELDS, row, strict=True):
-            given = entry.get(key, _ABSENT)
-            if given != value and not (isinstance(given, list) and tuple(given) == value):
-                return False
-        return True
+        sha256, source_id, output, shared = row
+        if output is _DERIVED:
+            output = output_name(source)
+        return (
+            entry.get("sha256", _ABSENT) == sha256
+            and entry.get("output", _ABSENT) == output
+            and entry.get("source_id", _ABSENT) == source_id
+            and self._values(entry) == shared
+        )
 
     def set_row(self, source: str, row: tuple[Any, ...]) -> None:
         self._rows[sys.intern(source)] = row
 
     def __setitem__(self, source: str, entry: dict[str, Any]) -> None:
-        self.set_row(source, self.pack(entry))
+        self.set_row(source, self.pack(entry, source))
 
     def __getitem__(self, source: str) -> dict[str, Any]:
-        row = self._rows[source]
+        sha256, source_id, output, shared = self._rows[source]
+        if output is _DERIVED:
+            output = output_name(source)
+        values = dict(zip(_SHARED, shared, strict=True))
+        values.update(sha256=sha256, source_id=source_id, output=output)
         return {
             key: list(value) if isinstance(value, tuple) else value
-            for key, value in zip(MANIFEST_FIELDS, row, strict=True)
-            if value is not _ABSENT
+            for key in MANIFEST_FIELDS
+            if (value := values[key]) is not _ABSENT
         }
 
     def __delitem__(self, source: str) -> None:
@@ -164,16 +178,13 @@ class Manifest:
         journal = out.listing(MANIFEST_JOURNAL)
         names = {f"{MANIFEST_JOURNAL}/{name}" for name in journal}
         written = out.modified(MANIFEST)
-        data = out.read(MANIFEST)
-        present = data is not None
+        handle = out.open_text(MANIFEST)
+        present = handle is not None
         entries = PackedEntries()
-        if data is not None:
+        if handle is not None:
             try:
-                # Decoded, then the bytes dropped before the parse: one copy of a big
-                # file in memory at a time, not two.
-                text, data = data.decode("utf-8"), None
-                entries = _parse_single(text)
-                del text
+                with handle:
+                    entries = _parse_single(handle)
             except (ValueError, KeyError, TypeError) as error:
                 note = (
                     f"ignoring an unreadable manifest at {out.path(MANIFEST)} ({error}) — every "
@@ -191,7 +202,7 @@ class Manifest:
                 entries[parsed[0]] = parsed[1]
         return cls(out, entries, names), None
 
-    def unchanged(self, source: str, inputs: dict[str, Any], existing: set[str]) -> bool:
+    def unchanged(self, source: str, inputs: dict[str, Any], existing: Container[str]) -> bool:
         return inputs["output"] in existing and self.entries.matches(source, inputs)
 
     def previous_output(self, source: str) -> str | None:
@@ -238,40 +249,123 @@ class Manifest:
         return (text + "\n").encode("utf-8")
 
 
-def _parse_single(data: str) -> PackedEntries:
-    """The single file's entries, packed as the parser meets them.
+def _parse_single(handle: IO[str]) -> PackedEntries:
+    """The single file's entries, read a chunk at a time and packed as they are met.
 
-    Decoding the whole document to dicts first held every entry three times
-    over at a million segments (the dicts, their normalised copies, the packed
-    rows); here each entry object is normalised and packed the moment it is
-    decoded, so only the packed rows outlive the parse.
+    A million-segment manifest is most of a gigabyte of text: never held whole,
+    nor decoded to dicts all at once. Each member of ``documents`` is decoded on
+    its own (C-speed), packed, and dropped; other top-level keys are skipped.
     """
     packed = PackedEntries()
-
-    def hook(pairs: list[tuple[str, Any]]) -> Any:
-        if pairs and all(isinstance(value, _Row) for _, value in pairs):
-            return {key: value for key, value in pairs}  # the documents object
-        entry = dict(pairs)
-        if "sha256" in entry:  # an entry: pack it now, absent fields at their defaults
-            return _Row(packed.pack({**ENTRY_DEFAULTS, **entry}))
-        return entry
-
-    documents = json.loads(data, object_pairs_hook=hook)["documents"]
-    if not isinstance(documents, dict):
-        raise TypeError("documents is not an object")
-    for source, row in documents.items():
-        if isinstance(row, _Row):
-            packed.set_row(str(source), row.values)
+    stream = _JsonStream(handle)
+    found = False
+    stream.expect("{")
+    if stream.peek() == "}":
+        stream.pos += 1
+    else:
+        while True:
+            key = stream.value()
+            stream.expect(":")
+            if key == "documents":
+                found = True
+                _documents(stream, packed)
+            else:
+                stream.value()
+            if stream.separator("}"):
+                break
+    if stream.peek():
+        raise ValueError(f"extra data after the manifest object at character {stream.offset}")
+    if not found:
+        raise KeyError("documents")
     return packed
 
 
-class _Row:
-    """A packed entry on its way out of the parser (told apart from a plain object)."""
+def _documents(stream: _JsonStream, packed: PackedEntries) -> None:
+    if stream.peek() != "{":
+        raise TypeError("documents is not an object")
+    stream.pos += 1
+    if stream.peek() == "}":
+        stream.pos += 1
+        return
+    while True:
+        source = stream.value()
+        if not isinstance(source, str):
+            raise ValueError(f"a documents key is not a string at character {stream.offset}")
+        stream.expect(":")
+        entry = stream.value()
+        if isinstance(entry, dict) and "sha256" in entry:
+            packed.set_row(source, packed.pack({**ENTRY_DEFAULTS, **entry}, source))
+        if stream.separator("}"):
+            return
 
-    __slots__ = ("values",)
 
-    def __init__(self, values: tuple[Any, ...]) -> None:
-        self.values = values
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+STREAM_CHUNK_CHARS = 1 << 20
+
+
+class _JsonStream:
+    """JSON values decoded one at a time from text read in chunks (json's raw_decode)."""
+
+    def __init__(self, handle: IO[str]) -> None:
+        self._handle = handle
+        self._eof = False
+        self._dropped = 0  # characters consumed and dropped from the buffer
+        self.buffer = ""
+        self.pos = 0
+
+    @property
+    def offset(self) -> int:
+        return self._dropped + self.pos
+
+    def _more(self) -> bool:
+        if self._eof:
+            return False
+        chunk = self._handle.read(STREAM_CHUNK_CHARS)
+        if not chunk:
+            self._eof = True
+            return False
+        self._dropped += self.pos
+        self.buffer = self.buffer[self.pos :] + chunk
+        self.pos = 0
+        return True
+
+    def peek(self) -> str:
+        """The next character that is not white space ('' at the end)."""
+        while True:
+            self.pos = _SPACE.match(self.buffer, self.pos).end()  # type: ignore[union-attr]
+            if self.pos < len(self.buffer):
+                return self.buffer[self.pos]
+            if not self._more():
+                return ""
+
+    def expect(self, char: str) -> None:
+        if self.peek() != char:
+            raise ValueError(f"expected {char!r} at character {self.offset}")
+        self.pos += 1
+
+    def separator(self, closing: str) -> bool:
+        """Past a ',' (False: another member follows) or the `closing` bracket (True)."""
+        char = self.peek()
+        if char not in (",", closing):
+            raise ValueError(f"expected ',' or {closing!r} at character {self.offset}")
+        self.pos += 1
+        return char == closing
+
+    def value(self) -> Any:
+        self.peek()
+        while True:
+            try:
+                value, end = _DECODER.raw_decode(self.buffer, self.pos)
+            except json.JSONDecodeError:
+                if self._more():
+                    continue  # the value runs on into the next chunk
+                raise
+            # A number that ends the buffer may go on in the next chunk.
+            if end == len(self.buffer) and self._more():
+                continue
+            self.pos = end
+            return value
 
 
 def _parse_entry(data: bytes) -> tuple[str, dict[str, Any]] | None:

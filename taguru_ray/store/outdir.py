@@ -17,9 +17,11 @@ processes (the workers) write into --out behind this process's back.
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import posixpath
 import secrets
+from collections.abc import Container
 from datetime import datetime
 from typing import IO, Any, Protocol
 
@@ -76,6 +78,15 @@ class OutDir:
         """The bytes of `name`, or None when there is no such file."""
         try:
             return bytes(self.fs.cat_file(self.path(name)))
+        except FileNotFoundError:
+            return None
+
+    def open_text(self, name: str) -> IO[str] | None:
+        """`name` opened for reading as UTF-8 text, or None when there is no such file."""
+        try:
+            if self.local:
+                return open(self.local_path(name), encoding="utf-8")
+            return io.TextIOWrapper(self.fs.open(self.path(name), "rb"), encoding="utf-8")
         except FileNotFoundError:
             return None
 
@@ -165,11 +176,27 @@ class OutDir:
                 return set()
         return set(self.listing(folder))
 
+    def presence(self) -> Container[str]:
+        """Which top-level names exist, for many `in` checks: a local folder is asked
+        per name (one stat each, nothing held: a million outputs would cost a
+        hundred MB as a set); an object store is listed once."""
+        if self.local:
+            return _LocalPresence(self.root)
+        return self.names()
+
     def appender(self, name: str, *, fresh: bool) -> Appender:
         """A log at `name`: emptied when `fresh`, else continued after its current bytes."""
         if self.local:
             return _FileAppender(self.local_path(name), fresh=fresh)
         return _ObjectAppender(self, name, fresh=fresh)
+
+
+class _LocalPresence:
+    def __init__(self, root: str) -> None:
+        self._root = root
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and os.path.isfile(os.path.join(self._root, name))
 
 
 class _FileAppender:
