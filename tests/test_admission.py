@@ -195,6 +195,22 @@ def test_adaptive_concurrency_settles_at_the_servers_knee() -> None:
     assert limit.changes  # every move is reported
 
 
+def test_one_slow_window_neither_shrinks_the_limit_nor_ends_slow_start() -> None:
+    limit = AdaptiveLimit()
+    for _ in range(8):
+        limit.observe(0.2, "ok", 8)
+    assert limit.limit == 16
+    for _ in range(16):  # a client-side hiccup: one window half again as slow
+        limit.observe(0.3, "ok", 16)
+    assert limit.limit == 16 and limit.slow_start
+    for _ in range(16):
+        limit.observe(0.2, "ok", 16)
+    assert limit.limit == 32  # still doubling
+    for _ in range(2 * 32):  # two slow windows in a row: queueing, the limit shrinks
+        limit.observe(0.3, "ok", 32)
+    assert limit.limit < 32 and not limit.slow_start
+
+
 def test_adaptive_concurrency_halves_on_overload_and_never_grows_unused() -> None:
     limit = AdaptiveLimit(limit=40)
     limit.observe(1.0, "http_503", 40)

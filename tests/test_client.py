@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx
-
 from taguru_ray.llm.admission import PermitPool
-from taguru_ray.llm.client import ChatClient, Completion, CompletionRequest, Usage
+from taguru_ray.llm.client import ChatClient, Completion, CompletionRequest, Usage, open_session
 from taguru_ray.simulate.harness import SimulatorProcess
 
 REQUEST = CompletionRequest(
@@ -38,7 +36,7 @@ def complete(
     admission: PoolAdmission | None = None,
 ) -> Completion:
     async def go() -> Completion:
-        async with httpx.AsyncClient() as http:
+        async with open_session() as http:
             client = ChatClient(
                 http, url, "taguru-sim", api_key=api_key, timeout_secs=timeout, admission=admission
             )
@@ -87,32 +85,3 @@ def test_a_stall_past_the_timeout_is_retried_then_reported(simulator: SimulatorP
     completion = complete(simulator.chat_url, timeout=0.3)
     assert completion.outcome == "timeout"
     assert completion.error is not None and "TAGURU_EXTRACT_TIMEOUT_SECS" in completion.error
-
-
-def test_requests_spread_over_the_shards_by_fewest_on_the_wire() -> None:
-    """Several httpx clients: each request goes to the least busy one, so no pool holds
-    more connections than its share."""
-    seen: list[int] = []
-    release = asyncio.Event()
-
-    def transport(shard: int) -> httpx.AsyncBaseTransport:
-        async def handle(request: httpx.Request) -> httpx.Response:
-            seen.append(shard)
-            await release.wait()
-            body = {"choices": [{"message": {"content": "{}"}, "finish_reason": "stop"}]}
-            return httpx.Response(200, json=body)
-
-        return httpx.MockTransport(handle)
-
-    async def go() -> list[Completion]:
-        shards = [httpx.AsyncClient(transport=transport(i)) for i in range(3)]
-        client = ChatClient(shards, "http://x/v1", "m", api_key=None, timeout_secs=5)
-        calls = [asyncio.create_task(client.complete(REQUEST)) for _ in range(6)]
-        while len(seen) < 6:
-            await asyncio.sleep(0.01)
-        release.set()
-        return await asyncio.gather(*calls)
-
-    done = asyncio.run(go())
-    assert all(c.outcome == "answer" for c in done)
-    assert sorted(seen) == [0, 0, 1, 1, 2, 2]

@@ -1,6 +1,6 @@
 from types import SimpleNamespace
 
-import httpx
+import aiohttp
 
 from taguru_ray.llm.client import endpoint_url
 from taguru_ray.llm.retry import RetryableStatus, _retryable, _wait, parse_retry_after
@@ -37,7 +37,8 @@ def test_backoff_is_full_jitter_doubling_from_one_second() -> None:
 
 def test_429_5xx_and_transport_errors_retry_other_errors_do_not() -> None:
     assert _retryable(RetryableStatus(503, "", None))
-    assert _retryable(httpx.ConnectError("refused"))
+    assert _retryable(aiohttp.ServerDisconnectedError())
+    assert _retryable(aiohttp.ClientPayloadError("cut off"))
     assert not _retryable(ValueError("400"))
 
 

@@ -19,7 +19,6 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -39,7 +38,7 @@ from taguru_ray.engine.scan import (
 from taguru_ray.engine.segment import FAILURE_PREFIX
 from taguru_ray.engine.window import SKIPPED, OrderedReport, SegmentWindow
 from taguru_ray.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
-from taguru_ray.llm.client import ChatClient
+from taguru_ray.llm.client import ChatClient, open_session
 from taguru_ray.llm.ladder import PINNED, PROMPTED, probe
 from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.settings import Settings
@@ -275,7 +274,7 @@ class ExtractRun:
         """The run's starting rung: none off the ladder, the pinned one, or `auto`'s probe."""
         settings = self.settings
         if settings.structured_output == "auto":
-            async with httpx.AsyncClient() as http:
+            async with open_session() as http:
                 client = ChatClient(
                     http,
                     list(settings.endpoints),

@@ -1,6 +1,6 @@
 """Segment workers: async Ray actors that each run whole segments.
 
-A worker owns an httpx client (request and answer bodies travel worker ↔
+A worker owns an HTTP session (request and answer bodies travel worker ↔
 endpoint, never through another actor), runs a segment's pure steps and its
 chunk completions, and writes that segment's checkpoint, attempts log, trace
 and source file — one writer per segment. Many segments share one worker
@@ -17,7 +17,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import fsspec
-import httpx
 import ray
 
 from taguru_ray.contract.names import attempts_name
@@ -27,16 +26,13 @@ from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
 from taguru_ray.engine.recorder import StoreRecorder
 from taguru_ray.engine.replay import ReplayBook, Replayer
 from taguru_ray.engine.segment import extract_segment
-from taguru_ray.llm.client import ChatClient, Completion, CompletionRequest
+from taguru_ray.llm.client import ChatClient, Completion, CompletionRequest, open_session
 from taguru_ray.llm.gateway import GatewayAdmission, GatewayRung
 from taguru_ray.settings import Settings
 from taguru_ray.store.logs import Sidecar
 from taguru_ray.store.outdir import OutDir
 from taguru_ray.store.run_inputs import RunInputs
 
-# httpx clients per worker: enough that each pool holds a few connections (ChatClient).
-CONNECTIONS_PER_SHARD = 8
-MAX_SHARDS = 16
 WRITER_THREADS = 32
 
 
@@ -71,17 +67,8 @@ class SegmentWorker:
     def _chat(self) -> ChatClient:
         # Created on first use, inside the actor's event loop that will drive it.
         if self._client is None:
-            cap = self._settings.max_inflight
-            connections = cap if isinstance(cap, int) else 1024
-            limits = httpx.Limits(
-                max_connections=connections, max_keepalive_connections=connections
-            )
-            shards = min(-(-connections // CONNECTIONS_PER_SHARD), MAX_SHARDS)
-            http = [
-                httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(None)) for _ in range(shards)
-            ]
             self._client = ChatClient(
-                http,
+                open_session(),
                 list(self._settings.endpoints),
                 self._settings.model,
                 api_key=self._settings.api_key,

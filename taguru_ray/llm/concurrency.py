@@ -6,10 +6,15 @@ while in-flight requests fit the server's batch, latency stays at its unloaded
 level and throughput rises with every extra request; past the knee requests
 queue, latency climbs and throughput stays flat. So, like TCP finding a
 bottleneck: grow the limit while the window's median latency stays within a
-tolerance of the best seen (doubling at first, then by a tenth), and shrink it
-by the latency gradient (limit × baseline / latency, which lands on the knee
+tolerance of the best seen (doubling at first, then by a quarter), and shrink
+it by the latency gradient (limit × baseline / latency, which lands on the knee
 when the rise is queueing) when it climbs; a 429, 503 or timeout halves it.
 The limit only grows while it is actually binding (the run keeps it full).
+
+One slow window is not a knee: on a busy client the latency it measures
+includes its own CPU queueing, which comes and goes. Only two slow windows in
+a row shrink the limit (an overload answer still halves it at once); growing
+by a quarter, not a tenth, reaches a knee of 64 from 32 in three windows.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ START = 8
 FLOOR = 1
 CEILING = 4096
 TOLERANCE = 1.3  # a median this much above the baseline is queueing
+SLOW_WINDOWS = 2  # consecutive slow windows before the limit shrinks
 OVERLOAD = {"http_429", "http_503", "timeout"}
 
 
@@ -33,6 +39,7 @@ class AdaptiveLimit:
     changes: deque[dict[str, float]] = field(default_factory=lambda: deque(maxlen=64))
     _samples: list[float] = field(default_factory=list)
     _peak: int = 0  # the most in flight during the window
+    _slow: int = 0  # consecutive windows whose median was past the tolerance
 
     def observe(self, latency: float, outcome: str, in_flight: int) -> None:
         """One finished request: its latency, outcome and the in-flight level it saw."""
@@ -52,10 +59,15 @@ class AdaptiveLimit:
         self._peak = 0
         self.baseline = median if self.baseline is None else min(self.baseline, median)
         if median > self.baseline * TOLERANCE:
-            self.slow_start = False
-            self._set(max(FLOOR, int(self.limit * self.baseline / median * 1.1)), median)
-        elif binding:
-            grown = self.limit * 2 if self.slow_start else self.limit + max(1, self.limit // 10)
+            self._slow += 1
+            if self._slow >= SLOW_WINDOWS:
+                self._slow = 0
+                self.slow_start = False
+                self._set(max(FLOOR, int(self.limit * self.baseline / median * 1.1)), median)
+            return
+        self._slow = 0
+        if binding:
+            grown = self.limit * 2 if self.slow_start else self.limit + max(1, self.limit // 4)
             self._set(min(CEILING, grown), median)
 
     def _set(self, limit: int, latency: float) -> None:

@@ -9,7 +9,7 @@ the server's own instruction beats a guess. Any other 4xx fails at once.
 
 from __future__ import annotations
 
-import httpx
+import aiohttp
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
@@ -57,7 +57,7 @@ def _wait(state: RetryCallState) -> float:
 
 
 def _retryable(error: BaseException) -> bool:
-    return isinstance(error, (RetryableStatus, httpx.TransportError, CompletionTimeout))
+    return isinstance(error, (RetryableStatus, aiohttp.ClientError, CompletionTimeout))
 
 
 def _retryable_but_timeouts(error: BaseException) -> bool:
