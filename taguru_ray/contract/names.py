@@ -8,6 +8,7 @@ attempts log share that stem. The hash keeps two inputs that flatten alike
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import posixpath
 
@@ -24,6 +25,9 @@ def flatten(source: str) -> str:
     return flat
 
 
+# A segment's names are asked for several times (the scan, the manifest check, its
+# checkpoint, trace and attempts log); a hash per ask showed in the skip path.
+@functools.lru_cache(maxsize=4096)
 def output_stem(source: str) -> str:
     digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
     return f"{flatten(source)}-{digest}"
