@@ -69,8 +69,20 @@ class StoreRecorder:
     async def begin(self, records: list[Record], *, fresh: bool) -> None:
         if self._log is None:
             return
-        await asyncio.to_thread(self._log.open, fresh=fresh)
-        await self._append(self._log, records)
+        log = self._log
+
+        def open_and_write() -> None:  # one thread hop, not two: a hop costs as much
+            log.open(fresh=fresh)
+            log.write_many(records)
+
+        async with self._log_lock:
+            try:
+                await asyncio.to_thread(open_and_write)
+            except Exception as error:
+                self._log_error = error  # later records would misstate what is on disk
+                raise
+            self._queued += len(records)
+            self._durable += len(records)
 
     async def log(self, record: Record) -> None:
         if self._log is not None:
@@ -128,13 +140,17 @@ class StoreRecorder:
 
     async def finish(self, source_file: bytes, trace: bytes) -> list[str]:
         name = output_name(self._source)
-        await asyncio.to_thread(self._out.write, name, source_file)
-        try:
-            await asyncio.to_thread(self._out.write, f"{TRACE}/{name}", trace)
-        except OSError as error:
-            # The source file and the manifest are the truth; the trace is advisory.
-            return [f"could not write the trace {TRACE}/{name}: {error}"]
-        return []
+
+        def write_both() -> list[str]:  # one thread hop for the two files
+            self._out.write(name, source_file)
+            try:
+                self._out.write(f"{TRACE}/{name}", trace)
+            except OSError as error:
+                # The source file and the manifest are the truth; the trace is advisory.
+                return [f"could not write the trace {TRACE}/{name}: {error}"]
+            return []
+
+        return await asyncio.to_thread(write_both)
 
     def attempts_log_exists(self) -> bool:
         return self._log is not None and self._log.opened

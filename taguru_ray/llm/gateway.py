@@ -50,9 +50,11 @@ class Gateway:
         seq = self._pool.next_attempt_seq() if want_seq else None
         return lease.lease_id, lease.endpoint, seq, self._rung.rung if self._rung else None
 
-    async def release(self, lease_id: int, usage: Usage) -> None:
-        await self._pool.release(lease_id, usage)
-        metrics.request_done(usage, self._pool.in_flight, self._pool.current_limit)
+    async def release(self, lease_id: int, usage: tuple[Any, ...]) -> None:
+        """`usage` is a Usage's fields as a plain tuple: msgpack on the wire, not pickle."""
+        done = Usage(*usage)
+        await self._pool.release(lease_id, done)
+        metrics.request_done(done, self._pool.in_flight, self._pool.current_limit)
 
     async def register(self, index: int, incarnation: str) -> None:
         self._pool.register(index, incarnation)
@@ -100,7 +102,14 @@ class GatewayAdmission:
     async def release(self, lease_id: int, usage: Usage) -> None:
         # Not awaited: the gateway applies it in order with this worker's other calls,
         # and the request it belonged to is already done.
-        self._gateway.release.remote(lease_id, usage)
+        fields = (
+            usage.outcome,
+            usage.latency_seconds,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.retry_after,
+        )
+        self._gateway.release.remote(lease_id, fields)
 
     async def next_attempt_seq(self) -> int:
         return int(await self._gateway.next_attempt_seq.remote())
