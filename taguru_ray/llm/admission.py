@@ -85,6 +85,21 @@ class PermitPool:
     _ids: itertools.count[int] = field(default_factory=itertools.count)
     _changed: asyncio.Condition | None = None
     _incarnations: dict[int, str] = field(default_factory=dict)
+    _held: Counter[str] = field(default_factory=Counter)  # permits out, by worker
+    _waiting: Counter[str] = field(default_factory=Counter)  # callers waiting, by worker
+
+    def may_keep(self, worker: str) -> bool:
+        """Whether `worker` may take a permit it just returned straight back (a swap).
+
+        Yes while nobody else waits, or while it holds less than its share of the
+        limit among the workers holding or waiting for permits: a worker that
+        keeps swapping cannot starve one that is waiting.
+        """
+        others = sum(n for w, n in self._waiting.items() if w != worker)
+        if not others:
+            return True
+        workers = len(set(self._held) | set(self._waiting) | {worker})
+        return self._held[worker] < self.current_limit / workers
 
     def __post_init__(self) -> None:
         self.endpoints = [Endpoint(url) for url in self.urls]
@@ -114,11 +129,16 @@ class PermitPool:
                 if index is None:
                     opens = min(e.opens_at() for e in self.endpoints) - now
                     wait = max(wait, opens) if wait else opens
+                self._waiting[worker] += 1
                 try:
                     timeout = wait if wait > 0 else None
                     await asyncio.wait_for(self._condition().wait(), timeout)
                 except TimeoutError:
                     pass
+                finally:
+                    self._waiting[worker] -= 1
+                    if not self._waiting[worker]:
+                        del self._waiting[worker]
 
     def _pick(self, now: float) -> int | None:
         if self.in_flight >= self.current_limit:
@@ -150,6 +170,7 @@ class PermitPool:
         self._leases[lease.lease_id] = lease
         self.endpoints[index].in_flight += 1
         self.in_flight += 1
+        self._held[worker] += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         self._requests.append(now)
         if tokens:
@@ -174,11 +195,25 @@ class PermitPool:
         if free > 0:
             self._condition().notify(free)
 
+    async def give_back(self, lease_id: int) -> None:
+        """Return a permit that was never used: no outcome, no latency to learn from."""
+        async with self._condition():
+            lease = self._leases.pop(lease_id, None)
+            if lease is not None:
+                self._free(lease)
+            self._wake()
+
+    def _free(self, lease: Lease) -> None:
+        self.endpoints[lease.endpoint].in_flight -= 1
+        self.in_flight -= 1
+        self._held[lease.worker] -= 1
+        if not self._held[lease.worker]:
+            del self._held[lease.worker]
+
     def _settle(self, lease: Lease, usage: Usage) -> None:
         now = self.clock()
         endpoint = self.endpoints[lease.endpoint]
-        endpoint.in_flight -= 1
-        self.in_flight -= 1
+        self._free(lease)
         self.outcomes[usage.outcome] += 1
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens

@@ -6,12 +6,17 @@ worker of the run (`admission.PermitPool`). The gateway is a coordinator, not
 a proxy (ENGINE.md): request and answer bodies travel worker ↔ endpoint; the
 gateway hands out leases naming the endpoint, numbers attempts in issue order
 (`attempt_seq` is run-wide), holds the run-wide structured-output rung, and
-keeps the counters the progress display and the metrics read.
+keeps the counters the progress display and the metrics read. A worker with
+requests waiting returns a finished request's permit and takes the next in one
+call (`swap`, ADR 0015).
 """
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 import ray
@@ -20,6 +25,9 @@ from taguru_ray.engine import metrics
 from taguru_ray.llm.admission import PermitPool, Stopped
 from taguru_ray.llm.client import Usage
 from taguru_ray.llm.ladder import RungState
+
+WAIT = "wait"  # a swap's answer: queue for the permit like every other caller
+ASKING = 8  # a worker's requests waiting at the gateway at once (the rest wait locally)
 
 
 @ray.remote(num_cpus=0, max_concurrency=100_000)
@@ -56,6 +64,21 @@ class Gateway:
         await self._pool.release(lease_id, done)
         metrics.request_done(done, self._pool.in_flight, self._pool.current_limit)
 
+    async def swap(
+        self, lease_id: int, usage: tuple[Any, ...], worker: str, tokens: int, want_seq: bool
+    ) -> tuple[int, int, int | None, str | None] | str | None:
+        """`release` and `acquire` in one call, for a worker with another request waiting:
+        a grant, None once stopping, or WAIT when the worker must queue like every other
+        caller (it holds its share and others wait)."""
+        await self.release(lease_id, usage)
+        if not self._pool.may_keep(worker):
+            return WAIT
+        return await self.acquire(worker, tokens, want_seq)
+
+    async def give_back(self, lease_id: int) -> None:
+        """A permit granted to a request that was cancelled before it could use it."""
+        await self._pool.give_back(lease_id)
+
     async def register(self, index: int, incarnation: str) -> None:
         self._pool.register(index, incarnation)
         await self._pool.wake()
@@ -78,30 +101,112 @@ class Gateway:
         return self._rung.demote(ran_under)
 
 
+@dataclass
+class _Waiter:
+    """A request of this worker waiting for a permit, not yet asking the gateway."""
+
+    tokens: int
+    want_seq: bool
+    future: asyncio.Future[Any]
+
+
 class GatewayAdmission:
-    """The client-side `Admission` over a Gateway actor handle, for one worker."""
+    """The client-side `Admission` over a Gateway actor handle, for one worker.
+
+    A finished request whose worker has other requests waiting returns its permit
+    and takes the next one in one call (`Gateway.swap`), instead of a release and
+    another acquire: one actor call per completion, not two. The gateway still
+    grants every permit, numbers every attempt and holds every pause, ceiling and
+    stop; it lets a worker keep a permit it just returned only while nobody else
+    waits or the worker holds less than its share (`PermitPool.may_keep`). At
+    most ASKING of a worker's requests wait at the gateway; the others wait here
+    for a swap, or for one of those to be granted.
+    """
 
     def __init__(self, gateway: Any, index: int) -> None:
         self._gateway = gateway
         self._index = index
         self.incarnation = f"{index}-{secrets.token_hex(4)}"
         self.rung_seen: tuple[str | None] | None = None  # the rung the last grant carried
+        self._asking = 0  # calls at the gateway that will bring a permit (acquire, swap)
+        self._queue: deque[_Waiter] = deque()
+        self._stopped = False
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def register(self) -> None:
         """Tell the gateway this worker (re)started, freeing a dead predecessor's permits."""
         await self._gateway.register.remote(self._index, self.incarnation)
 
     async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, int | None]:
-        granted = await self._gateway.acquire.remote(self.incarnation, tokens, want_seq)
+        if self._stopped:
+            raise Stopped()
+        waiter = _Waiter(tokens, want_seq, asyncio.get_running_loop().create_future())
+        self._queue.append(waiter)
+        self._ask()
+        return self._take(await waiter.future)
+
+    def _take(self, granted: Any) -> tuple[int, int, int | None]:
         if granted is None:
             raise Stopped()
         lease, endpoint, seq, rung = granted
         self.rung_seen = (rung,)
         return lease, endpoint, seq
 
+    def _next_waiter(self) -> _Waiter | None:
+        while self._queue:
+            waiter = self._queue.popleft()
+            if not waiter.future.done():  # a cancelled request no longer waits
+                return waiter
+        return None
+
+    def _ask(self) -> None:
+        """Send waiters to the gateway until ASKING of them are there."""
+        while self._asking < ASKING and not self._stopped:
+            waiter = self._next_waiter()
+            if waiter is None:
+                return
+            call = self._gateway.acquire.remote(self.incarnation, waiter.tokens, waiter.want_seq)
+            self._spawn(self._deliver(call, waiter))
+
+    def _spawn(self, coroutine: Any) -> None:
+        self._asking += 1
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _deliver(self, call: Any, waiter: _Waiter) -> None:
+        """Hand what a gateway call brought to its waiter; then ask for the next ones."""
+        try:
+            try:
+                granted = await call
+            finally:
+                self._asking -= 1
+            if granted == WAIT:  # over its share while others wait: ask like everyone
+                self._queue.appendleft(waiter)
+                return
+            if granted is None:
+                self._stop()
+            if waiter.future.done():  # cancelled meanwhile: the permit goes back unused
+                if granted is not None:
+                    self._gateway.give_back.remote(granted[0])
+                return
+            waiter.future.set_result(granted)
+        except Exception as error:  # the gateway is gone: the waiter's request fails
+            if not waiter.future.done():
+                waiter.future.set_exception(error)
+        finally:
+            self._ask()
+
+    def _stop(self) -> None:
+        """The run is stopping: every request waiting here is refused at once."""
+        self._stopped = True
+        while self._queue:
+            waiter = self._queue.popleft()
+            if not waiter.future.done():
+                waiter.future.set_result(None)
+
     async def release(self, lease_id: int, usage: Usage) -> None:
-        # Not awaited: the gateway applies it in order with this worker's other calls,
-        # and the request it belonged to is already done.
+        # Never awaited on the gateway: the request it belonged to is already done.
         fields = (
             usage.outcome,
             usage.latency_seconds,
@@ -109,7 +214,14 @@ class GatewayAdmission:
             usage.output_tokens,
             usage.retry_after,
         )
-        self._gateway.release.remote(lease_id, fields)
+        waiter = None if self._stopped else self._next_waiter()
+        if waiter is None:
+            self._gateway.release.remote(lease_id, fields)
+            return
+        call = self._gateway.swap.remote(
+            lease_id, fields, self.incarnation, waiter.tokens, waiter.want_seq
+        )
+        self._spawn(self._deliver(call, waiter))
 
     async def next_attempt_seq(self) -> int:
         return int(await self._gateway.next_attempt_seq.remote())
