@@ -77,6 +77,9 @@ class OutDir:
     def read(self, name: str) -> bytes | None:
         """The bytes of `name`, or None when there is no such file."""
         try:
+            if self.local:  # fsspec's path handling costs more than a small read
+                with open(self.local_path(name), "rb") as handle:
+                    return handle.read()
             return bytes(self.fs.cat_file(self.path(name)))
         except FileNotFoundError:
             return None
@@ -134,7 +137,10 @@ class OutDir:
 
     def delete(self, name: str) -> None:
         with contextlib.suppress(FileNotFoundError):
-            self.fs.rm_file(self.path(name))
+            if self.local:
+                os.remove(self.local_path(name))
+            else:
+                self.fs.rm_file(self.path(name))
 
     def delete_many(self, names: list[str]) -> None:
         """Delete every existing file among `names` (batched requests on object stores)."""
