@@ -102,9 +102,11 @@ class ExtractRun:
         from taguru_ray.llm.gateway import Gateway
 
         settings = self.settings
-        # Parsed on a thread while the actors start and the first segments are hashed:
-        # a million-entry manifest takes seconds.
+        # On threads while the actors start: the first segments are read and hashed, the
+        # manifest parsed (a million entries take seconds) and --out listed.
+        self._scanning = self._scan_ahead()
         self._manifest_loading = asyncio.ensure_future(asyncio.to_thread(Manifest.load, self.out))
+        self._listing = asyncio.ensure_future(asyncio.to_thread(self.out.presence))
         limit = settings.max_inflight if isinstance(settings.max_inflight, int) else None
         # The run's state (permits, rung, claims, the sidecar) lives beside the driver —
         # on a cluster, the head node — never on a spot worker that may vanish.
@@ -162,11 +164,11 @@ class ExtractRun:
 
     async def _dispatch(self) -> None:
         settings = self.settings
-        scanning = self._scan_ahead()
+        scanning = self._scanning
         self.manifest, note = await self._manifest_loading
         if note:
             self.console.err(f"{FAILURE_PREFIX}{note}")
-        existing = self.out.presence()
+        existing = await self._listing
         tasks: list[asyncio.Task[None]] = []
         async for scanned in scanning:
             index, source = scanned.index, scanned.source
