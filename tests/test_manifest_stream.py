@@ -85,3 +85,28 @@ def test_an_output_named_as_its_source_always_is_recomputed_not_kept(tmp_path: P
     assert again.unchanged("docs/a.md", usual, names)
     assert not again.unchanged("docs/a.md", {**usual, "output": "renamed.jsonl"}, names)
     assert again.unchanged("docs/b.md", entry(output="renamed.jsonl"), names)
+
+
+def test_usual_and_unusual_rows_read_back_and_match_alike(tmp_path: Path) -> None:
+    """A bare-digest row (the usual entry) and full rows beside it give the same answers."""
+    from taguru_ray.contract.names import output_name
+    from taguru_ray.store.manifest import PackedEntries
+
+    def usual(name: str, **fields: object) -> dict:
+        base: dict[str, object] = {"sha256": f"{ord(name[5]):064x}", "output": output_name(name)}
+        return entry(**{**base, **fields})
+
+    entries = {
+        "docs/a.md": usual("docs/a.md"),
+        "docs/b.md": usual("docs/b.md", source_id="ID/b"),
+        "docs/c.md": usual("docs/c.md", model="other"),
+        "docs/d.md": usual("docs/d.md", sha256="NOT-HEX"),
+        "docs/e.md": usual("docs/e.md"),
+    }
+    packed = PackedEntries(entries)
+    assert {source: packed[source] for source in packed} == entries
+    names = {e["output"] for e in entries.values()}
+    for source, row in entries.items():
+        assert packed.matches(source, row)
+        assert not packed.matches(source, {**row, "model": "changed"})
+        assert Manifest(OutDir(str(tmp_path)), packed).unchanged(source, row, names)

@@ -75,12 +75,15 @@ class PackedEntries(MutableMapping[str, dict[str, Any]]):
     the hash, the source id and the output name is usually the same for every
     entry of a run, so a row is (sha256, source_id, output, shared), the
     shared tuple interned: about 90 bytes of row per entry instead of a dict.
-    Reading an entry gives a fresh dict.
+    The usual row (no source id, the output named as its source names it, the
+    first shared tuple met) is its 32-byte digest alone. Reading an entry gives
+    a fresh dict.
     """
 
     def __init__(self, entries: Mapping[str, dict[str, Any]] | None = None) -> None:
-        self._rows: dict[str, tuple[Any, ...]] = {}
+        self._rows: dict[str, Any] = {}
         self._shared: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        self._usual: tuple[Any, ...] | None = None  # the shared tuple a bare digest implies
         for source, entry in (entries or {}).items():
             self[source] = entry
 
@@ -92,7 +95,7 @@ class PackedEntries(MutableMapping[str, dict[str, Any]]):
             values = (*values[:_TAGS], tuple(values[_TAGS]), *values[_TAGS + 1 :])
         return values
 
-    def pack(self, entry: dict[str, Any], source: str) -> tuple[Any, ...]:
+    def pack(self, entry: dict[str, Any], source: str) -> Any:
         """The row: per-segment values as they are, the rest one shared tuple. The output
         name is not kept when it is the one `source` always gets (it is recomputed)."""
         values = self._values(entry)
@@ -103,19 +106,25 @@ class PackedEntries(MutableMapping[str, dict[str, Any]]):
         output = entry.get("output", _ABSENT)
         if output == output_name(source):
             output = _DERIVED
-        return (
-            _packed_sha(entry.get("sha256", _ABSENT)),
-            entry.get("source_id", _ABSENT),
-            output,
-            shared,
-        )
+        sha256 = _packed_sha(entry.get("sha256", _ABSENT))
+        source_id = entry.get("source_id", _ABSENT)
+        if self._usual is None:
+            self._usual = shared
+        usual = source_id == "" and output is _DERIVED and shared is self._usual
+        if usual and type(sha256) is bytes:
+            return sha256
+        return (sha256, source_id, output, shared)
+
+    def _unpack(self, row: Any) -> tuple[Any, ...]:
+        """(sha256, source_id, output, shared) of a row, a bare digest included."""
+        return (row, "", _DERIVED, self._usual) if type(row) is bytes else row
 
     def matches(self, source: str, entry: dict[str, Any]) -> bool:
         """Whether `source`'s entry equals `entry`, compared as rows (no dict is built)."""
         row = self._rows.get(source)
         if row is None:
             return False
-        sha256, source_id, output, shared = row
+        sha256, source_id, output, shared = self._unpack(row)
         if output is _DERIVED:
             output = output_name(source)
         return (
@@ -125,14 +134,14 @@ class PackedEntries(MutableMapping[str, dict[str, Any]]):
             and self._values(entry) == shared
         )
 
-    def set_row(self, source: str, row: tuple[Any, ...]) -> None:
+    def set_row(self, source: str, row: Any) -> None:
         self._rows[sys.intern(source)] = row
 
     def __setitem__(self, source: str, entry: dict[str, Any]) -> None:
         self.set_row(source, self.pack(entry, source))
 
     def __getitem__(self, source: str) -> dict[str, Any]:
-        sha256, source_id, output, shared = self._rows[source]
+        sha256, source_id, output, shared = self._unpack(self._rows[source])
         if output is _DERIVED:
             output = output_name(source)
         values = dict(zip(_SHARED, shared, strict=True))

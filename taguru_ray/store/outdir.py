@@ -16,11 +16,13 @@ processes (the workers) write into --out behind this process's back.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import io
 import os
 import posixpath
 import secrets
+from array import array
 from collections.abc import Container, Iterable
 from datetime import datetime
 from typing import IO, Any, Protocol
@@ -207,11 +209,17 @@ class OutDir:
 
 
 class _HashedNames:
+    """Names held as their sorted 64-bit hashes: 8 bytes a name, looked up by bisection."""
+
     def __init__(self, names: Iterable[str]) -> None:
-        self._hashes = frozenset(hash(name) for name in names)
+        self._hashes = array("q", sorted(hash(name) for name in names))
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and hash(name) in self._hashes
+        if not isinstance(name, str):
+            return False
+        key = hash(name)
+        at = bisect.bisect_left(self._hashes, key)
+        return at < len(self._hashes) and self._hashes[at] == key
 
 
 class _FileAppender:
