@@ -15,21 +15,10 @@ import pytest
 
 from taguru_ray.contract.names import checkpoint_name, output_name
 from taguru_ray.contract.source_file import parse_source_file
+from tests.corpora import ALPHA, BETA
 from tests.support import CONTEXT, Cli
 
 pytestmark = pytest.mark.slow
-
-ALPHA = (
-    "# Alpha\n\nThe Alpha Service stores records in Postgres. Postgres keeps a write-ahead log, "
-    "and the Alpha Service reads replicas for every report it builds.\n\n"
-    "The Alpha Service exports metrics to Prometheus. Prometheus scrapes every node each "
-    "fifteen seconds and keeps the samples for thirty days.\n\n"
-    "Grafana draws the dashboards that Prometheus feeds. Each dashboard shows latency, "
-    "throughput and errors for one service.\n\n"
-    "Alertmanager pages the Operations Team when Prometheus fires an alert. The Operations "
-    "Team acknowledges the page in PagerDuty within five minutes.\n"
-)
-BETA = "# Beta\n\nThe Beta Gateway forwards requests to the Alpha Service.\n"
 
 
 def corpus(tmp_path: Path) -> Path:

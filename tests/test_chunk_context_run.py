@@ -12,24 +12,10 @@ from taguru_ray.llm.client import CompletionRequest
 from taguru_ray.pipeline.overview import OVERVIEW_SYSTEM
 from taguru_ray.store.run_inputs import RunInputs
 from taguru_ray.store.vocabulary import Relation, Vocabulary
+from tests.corpora import STATUTE
 from tests.test_segment_run import Canned, MemoryRecorder, answer, ok, settings
 
-PAD1 = "事業者は、個人情報を適正に取り扱う。" * 5
-PAD2 = "委員会は、事業者を監督する。" * 5
-ACT = f"""個人情報の保護に関する法律
-
-第一章　総則
-
-（目的）
-第一条　この法律は、事業者の遵守すべき義務等を定める。
-
-{PAD1}
-
-（定義）
-第二条　前条の義務は、同法の定めるところによる。
-
-{PAD2}
-"""
+ACT = STATUTE
 
 # The same act with no cross-reference, so the block has room for the overview's lines.
 PLAIN = ACT.replace("前条の義務は、同法の定めるところによる。", "委員会を置く。")

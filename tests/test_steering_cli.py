@@ -11,6 +11,7 @@ import pytest
 
 from taguru_ray.contract.names import attempts_name, output_name
 from taguru_ray.contract.source_file import parse_source_file
+from tests.corpora import STATUTE
 from tests.support import CONTEXT, REPO, Cli
 
 pytestmark = pytest.mark.slow
@@ -211,20 +212,7 @@ def test_coverage_reports_gaps_and_a_rerun_over_unchanged_segments_still_does(
     assert [x for x in again.stderr.splitlines() if ": uncovered: " in x] == gaps
 
 
-ACT = """個人情報の保護に関する法律
-
-第一章　総則
-
-（目的）
-第一条　この法律は、事業者の遵守すべき義務等を定める。
-
-{pad1}
-
-（定義）
-第二条　前条の義務は、同法の定めるところによる。
-
-{pad2}
-""".format(pad1="事業者は、個人情報を適正に取り扱う。" * 5, pad2="委員会は、事業者を監督する。" * 5)
+ACT = STATUTE
 
 
 def test_chunk_context_overview_end_to_end_with_a_failed_overview(cli: Cli, tmp_path: Path) -> None:
