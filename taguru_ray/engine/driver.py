@@ -132,9 +132,15 @@ def extract(settings: Settings, console: Console) -> int:
     except OSError as error:
         raise StartupError(f"--out {settings.out}: cannot create it ({error})") from None
     with lock_for(out, console.err):
-        started = start_ray(settings.address)
+        run = ExtractRun(settings, console, out, sources, inputs)
+        # Reading and the skips of unchanged segments go on while Ray starts.
+        run.start_reading()
         try:
-            return asyncio.run(ExtractRun(settings, console, out, sources, inputs).run())
+            started = start_ray(settings.address)
+            try:
+                return asyncio.run(run.run())
+            finally:
+                if started:
+                    ray.shutdown()
         finally:
-            if started:
-                ray.shutdown()
+            run.stop_reading()

@@ -15,14 +15,17 @@ import asyncio
 import os
 import signal
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Container
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from taguru_ray.contract.names import output_name
+from taguru_ray.engine.ahead import READERS, ScanAhead
 from taguru_ray.engine.ports import SegmentJob, SegmentOutcome
 from taguru_ray.engine.progress import Progress, mode_for
 from taguru_ray.engine.scan import (
@@ -51,8 +54,6 @@ from taguru_ray.store.vocabulary import contribution
 FOLD_BATCH = 64  # folded segments per claims-ledger call
 FOLD_DELAY_S = 0.02  # the longest a folded segment waits to be sent
 RESUBMITS = 3  # a segment whose worker dies this often fails, named
-SCAN_BATCH = 256
-SCAN_BATCH_BYTES = 32 * 1024 * 1024
 STOPPED_TAIL = " — stopped early, chunk checkpoints saved; rerun to resume"
 WORKER_DEATHS = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError)
 
@@ -82,6 +83,12 @@ class ExtractRun:
         self.started = time.monotonic()
         self._limit_changes_seen = 0
         self._unsent_folds: list[tuple[int, Contribution]] = []
+        self._skippable = not settings.force and not settings.bypasses_store
+        self._coverage = settings.coverage
+        self._seed: Contribution | None = None
+        self._readers: ThreadPoolExecutor | None = None
+        self._handover = threading.Event()
+        self._existing: Container[str] = ()
         self._fold_timer: asyncio.TimerHandle | None = None
 
     def _existing_contribution(self, index: int) -> Contribution:
@@ -102,11 +109,7 @@ class ExtractRun:
         from taguru_ray.llm.gateway import Gateway
 
         settings = self.settings
-        # On threads while the actors start: the first segments are read and hashed, the
-        # manifest parsed (a million entries take seconds) and --out listed.
-        self._scanning = self._scan_ahead()
-        self._manifest_loading = asyncio.ensure_future(asyncio.to_thread(Manifest.load, self.out))
-        self._listing = asyncio.ensure_future(asyncio.to_thread(self.out.presence))
+        self.start_reading()  # a no-op when the driver started it before Ray
         limit = settings.max_inflight if isinstance(settings.max_inflight, int) else None
         # The run's state (permits, rung, claims, the sidecar) lives beside the driver —
         # on a cluster, the head node — never on a spot worker that may vanish.
@@ -119,12 +122,8 @@ class ExtractRun:
             list(settings.endpoints), limit, settings.rpm, settings.tpm, await self._resolve_rung()
         )
         self.ledger = Ledger.options(**here).remote()
-        if self.inputs.vocabulary is not None:
-            # The target context is one more finished segment, below every real one:
-            # its labels seed the reuse list, its names the claimed-names check.
-            seed = contribution(self.inputs.vocabulary)
-            self.window.seed(seed)
-            await self.ledger.absorb.remote([(CONTEXT_INDEX, seed)])
+        if self._seed is not None:
+            await self.ledger.absorb.remote([(CONTEXT_INDEX, self._seed)])
         # One copy in the object store however many workers, passed inside a list so
         # the constructor argument itself stays inline: a restarted worker replays it
         # and fetches the copy the driver still owns.
@@ -143,6 +142,9 @@ class ExtractRun:
             for i in range(settings.workers)
         ]
         self._trap_signals()
+        # The early settling hands over at its next segment; the loop goes on from there.
+        self._handover.set()
+        await asyncio.wrap_future(self._early)
         watcher = asyncio.create_task(self._watch())
         try:
             await self._dispatch()
@@ -162,39 +164,106 @@ class ExtractRun:
             placement["resources"] = {self.settings.worker_resource: 0.01}
         return placement
 
-    async def _dispatch(self) -> None:
-        settings = self.settings
-        scanning = self._scanning
-        self.manifest, note = await self._manifest_loading
+    def start_reading(self) -> None:
+        """Start reading on threads: the manifest (a million entries take seconds to
+        parse), the --out listing, the segments a batch ahead, and the early settling of
+        the leading segments that need no worker. Called before Ray starts."""
+        if self._readers is not None:
+            return
+        if self.inputs.vocabulary is not None:
+            # The target context is one more finished segment, below every real one:
+            # its labels seed the reuse list, its names the claimed-names check.
+            self._seed = contribution(self.inputs.vocabulary)
+            self.window.seed(self._seed)
+        readers = self._readers = ThreadPoolExecutor(READERS, thread_name_prefix="taguru-read")
+        self._manifest_loading = readers.submit(Manifest.load, self.out)
+        self._listing = readers.submit(self.out.presence)
+        seen: set[str] = set()
+        several = len(self.sources) > 1
+        self.scanner = ScanAhead(
+            len(self.sources),
+            lambda index: scan(self.settings, index, self.sources[index], several, seen),
+            readers,
+        )
+        self._early = readers.submit(self._settle_early)
+
+    def stop_reading(self) -> None:
+        """End the early settling and wait for the reads under way (each ends within a
+        batch): called once the run is over, or when Ray failed to start."""
+        self._handover.set()
+        if self._readers is not None:
+            wait([self._early])  # it stops at its next segment
+            self._readers.shutdown(wait=True, cancel_futures=True)
+
+    def _settle_early(self) -> None:
+        """While Ray starts: settle segments in order for as long as none needs a worker."""
+        self._take_inputs()
+        while not (self.stopping or self._handover.is_set()):
+            scanned = self.scanner.next_now()
+            if scanned is None:
+                return
+            if scanned.inputs is None or scanned.data is None:
+                self._refused(scanned)
+            elif self._unchanged(scanned):
+                self._skip(scanned, self._gaps(scanned))
+            else:
+                self.scanner.put_back(scanned)
+                return
+
+    def _take_inputs(self) -> None:
+        """The loaded manifest (and the one note when it could not be used) and listing."""
+        self.manifest, note = self._manifest_loading.result()
         if note:
             self.console.err(f"{FAILURE_PREFIX}{note}")
-        existing = await self._listing
+        self._existing = self._listing.result()
+
+    def _unchanged(self, scanned: Scanned) -> bool:
+        assert scanned.inputs is not None
+        return self._skippable and self.manifest.unchanged(
+            scanned.source, scanned.inputs, self._existing
+        )
+
+    def _gaps(self, scanned: Scanned) -> list[str]:
+        """--coverage over a skipped segment, judged from the file it already has."""
+        if not self.settings.coverage or scanned.inputs is None or scanned.data is None:
+            return []
+        return existing_gaps(
+            self.out,
+            scanned.inputs["output"],
+            scanned.source,
+            scanned.data,
+            self.inputs.redaction,
+        )
+
+    def _skip(self, scanned: Scanned, gaps: list[str]) -> None:
+        self.reached = scanned.index + 1
+        self.tally.unchanged += 1
+        lines = [("out", skip_line(scanned.source))]
+        lines.extend(("err", line) for line in gaps)
+        self.report.add(scanned.index, lines)
+        self.window.finish(scanned.index, SKIPPED)
+
+    def _refused(self, scanned: Scanned) -> None:
+        self.reached = scanned.index + 1
+        self.tally.failed += 1
+        why = scanned.refusal or "unreadable"
+        self.report.add(scanned.index, [("err", f"{FAILURE_PREFIX}{scanned.source}: {why}")])
+        self.window.finish(scanned.index, Contribution())
+
+    async def _dispatch(self) -> None:
         tasks: list[asyncio.Task[None]] = []
-        async for scanned in scanning:
-            index, source = scanned.index, scanned.source
+        while (scanned := await self.scanner.next()) is not None:
             if self.stopping:
                 break
+            if scanned.inputs is None or scanned.data is None:
+                self._refused(scanned)
+                continue
+            if self._unchanged(scanned):
+                gaps = await asyncio.to_thread(self._gaps, scanned) if self._coverage else []
+                self._skip(scanned, gaps)
+                continue
+            index = scanned.index
             self.reached = index + 1
-            if scanned.refusal or scanned.inputs is None or scanned.data is None:
-                await self._failed_before_start(index, source, scanned.refusal or "unreadable")
-                continue
-            skippable = not settings.force and not settings.bypasses_store
-            if skippable and self.manifest.unchanged(source, scanned.inputs, existing):
-                self.tally.unchanged += 1
-                lines = [("out", skip_line(source))]
-                if settings.coverage:
-                    gaps = await asyncio.to_thread(
-                        existing_gaps,
-                        self.out,
-                        scanned.inputs["output"],
-                        source,
-                        scanned.data,
-                        self.inputs.redaction,
-                    )
-                    lines.extend(("err", line) for line in gaps)
-                self.report.add(index, lines)
-                self.window.finish(index, SKIPPED)
-                continue
             await self.window.wait_eligible(index)
             if self.stopping:
                 self.reached = index
@@ -203,7 +272,7 @@ class ExtractRun:
             self._send_folds(self.window.drain_folded())
             job = SegmentJob(
                 index,
-                source,
+                scanned.source,
                 scanned.data,
                 scanned.written_id,
                 vocabulary,
@@ -232,46 +301,6 @@ class ExtractRun:
         self._fold_timer = None
         self._send_folds([], now=True)
 
-    def _scan_ahead(self) -> AsyncIterator[Scanned]:
-        """Read and hash segments in name order, a batch per thread hop (a hop costs
-        more than hashing a small segment); a batch stops at 32 MiB of segment bytes.
-
-        The first batch starts being read at this call, the next while the caller
-        works through the current one: file reads release the GIL, so hashing
-        overlaps the manifest's parse and the dispatch loop.
-        """
-        seen: set[str] = set()
-        several = len(self.sources) > 1
-
-        def batch(start: int) -> list[Scanned]:
-            out: list[Scanned] = []
-            held = 0
-            for index in range(start, min(start + SCAN_BATCH, len(self.sources))):
-                scanned = scan(self.settings, index, self.sources[index], several, seen)
-                out.append(scanned)
-                held += len(scanned.data or b"")
-                if held > SCAN_BATCH_BYTES:
-                    break
-            return out
-
-        def read_ahead(start: int) -> asyncio.Future[list[Scanned]] | None:
-            if start >= len(self.sources):
-                return None
-            return asyncio.ensure_future(asyncio.to_thread(batch, start))
-
-        async def batches(ahead: asyncio.Future[list[Scanned]] | None) -> AsyncIterator[Scanned]:
-            start = 0
-            while ahead is not None and not self.stopping:
-                scanned_batch = await ahead
-                start += len(scanned_batch)
-                ahead = read_ahead(start)
-                for scanned in scanned_batch:
-                    yield scanned
-            if ahead is not None:  # stopped: let the batch under way end before Ray stops
-                await ahead
-
-        return batches(read_ahead(0))
-
     async def _resolve_rung(self) -> str | None:
         """The run's starting rung: none off the ladder, the pinned one, or `auto`'s probe."""
         settings = self.settings
@@ -290,11 +319,6 @@ class ExtractRun:
         if settings.structured_output in PINNED:
             return PINNED[settings.structured_output]
         return PROMPTED if settings.max_output_tokens else None
-
-    async def _failed_before_start(self, index: int, source: str, why: str) -> None:
-        self.tally.failed += 1
-        self.report.add(index, [("err", f"{FAILURE_PREFIX}{source}: {why}")])
-        self.window.finish(index, Contribution())
 
     async def _extract(self, job: SegmentJob) -> None:
         outcome = await self._run_on_a_worker(job)
