@@ -820,7 +820,18 @@ def ratios(results: dict[str, Any]) -> dict[str, Any]:
             0.9,
             ">=",
         ),
+        # No target: `auto`, what a user points at an endpoint of unknown capacity,
+        # measured against the same yardsticks as C in flight.
+        "auto_throughput_vs_ideal": (_ratio(auto_rate, sat["ideal_completions_per_s"]), None, None),
+        "auto_throughput_vs_loadgen": (
+            _ratio(auto_rate, sat["loadgen_best_completions_per_s"]),
+            None,
+            None,
+        ),
         "skip_vs_hash": (_ratio(skip["net_skip_s"], skip["hash_s"]), 2.0, "<="),
+        # No target: the skip's own span, first skip line to last. Most of it runs
+        # while Ray starts, which the net cost above does not count twice.
+        "skip_lines_vs_hash": (_ratio(skip.get("skip_lines_s"), skip["hash_s"]), None, None),
         # "Flat": 10x the segments may cost at most a fifth more driver memory.
         "driver_memory_large_vs_small": (_ratio(peaks[-1], peaks[0]), 1.2, "<="),
         "cpu_ms_per_completion_large_vs_small": (

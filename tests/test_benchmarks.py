@@ -29,7 +29,10 @@ RATIOS = (
     "loadgen_vs_ideal",
     "throughput_vs_window_1",
     "auto_vs_best_fixed",
+    "auto_throughput_vs_ideal",
+    "auto_throughput_vs_loadgen",
     "skip_vs_hash",
+    "skip_lines_vs_hash",
     "driver_memory_large_vs_small",
     "cpu_ms_per_completion_large_vs_small",
 )
