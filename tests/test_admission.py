@@ -180,17 +180,20 @@ def test_a_release_hands_its_permit_to_one_waiter_in_arrival_order() -> None:
 
 
 def test_adaptive_concurrency_settles_at_the_servers_knee() -> None:
-    """A server with C slots and latency L: queueing past C makes latency climb."""
+    """A server with C slots and latency L: queueing past C makes latency climb.
+
+    Each request's latency is set by the in-flight level it was admitted at, one
+    request at a time, so a window can straddle a change of the limit as it does
+    on a real run.
+    """
     knee, unloaded = 64, 0.2
     limit = AdaptiveLimit()
     levels = []
-    for _ in range(400):
+    for _ in range(40_000):
         level = limit.limit  # the run keeps the limit full
-        latency = unloaded * max(1.0, level / knee)
-        for _ in range(level):
-            limit.observe(latency, "ok", level)
+        limit.observe(unloaded * max(1.0, level / knee), "ok", level)
         levels.append(limit.limit)
-    settled = levels[-50:]
+    settled = levels[-5_000:]
     assert knee * 0.9 <= min(settled) and max(settled) <= knee * 1.5
     assert limit.changes  # every move is reported
 
@@ -209,6 +212,30 @@ def test_one_slow_window_neither_shrinks_the_limit_nor_ends_slow_start() -> None
     for _ in range(2 * 32):  # two slow windows in a row: queueing, the limit shrinks
         limit.observe(0.3, "ok", 32)
     assert limit.limit < 32 and not limit.slow_start
+
+
+def test_doubling_stops_once_latency_starts_to_rise() -> None:
+    limit = AdaptiveLimit()
+    for level in (8, 16, 32):  # unloaded: doubling
+        for _ in range(level):
+            limit.observe(0.2, "ok", level)
+    assert limit.limit == 64 and limit.slow_start
+    for _ in range(64):  # near the knee: within the tolerance, but rising
+        limit.observe(0.23, "ok", 64)
+    assert limit.limit == 80 and not limit.slow_start  # a quarter more, not twice
+
+
+def test_the_queue_an_old_limit_built_is_not_judged_after_a_shrink() -> None:
+    limit = AdaptiveLimit(limit=128, baseline=0.2, slow_start=False)
+    for _ in range(2 * 128):  # two slow windows: queueing
+        limit.observe(0.4, "ok", 128)
+    assert limit.limit == 70  # 128 x 0.2 / 0.4 x 1.1
+    for _ in range(128):  # the requests the old limit let in drain, still slow
+        limit.observe(0.4, "ok", 100)
+    assert limit.limit == 70  # not shrunk again on their account
+    for _ in range(70):  # what the new limit lets in is judged
+        limit.observe(0.2, "ok", 70)
+    assert limit.limit == 87
 
 
 def test_adaptive_concurrency_halves_on_overload_and_never_grows_unused() -> None:
