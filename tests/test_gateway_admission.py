@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from taguru_ray.llm.admission import PermitPool, Stopped
 from taguru_ray.llm.client import Usage
@@ -79,18 +80,54 @@ def test_a_permit_granted_to_a_cancelled_request_goes_back_unused(ray_address: s
     assert stats["in_flight"] == 0 and stats["outcomes"] == {"ok": 1}
 
 
-def test_a_worker_keeps_a_returned_permit_only_within_its_share_while_others_wait() -> None:
-    async def scenario() -> list[bool]:
-        pool = PermitPool(["u"], 2)
-        mine = [await pool.acquire("a", 0), await pool.acquire("a", 0)]
-        other = asyncio.ensure_future(pool.acquire("b", 0))
-        await asyncio.sleep(0.01)
-        await pool.release(mine[0].lease_id, Usage("ok", 0.1))
-        # "a" now holds 1 of 2 permits, "b" waits: a's share is 1, so it may not keep one.
-        over_share = pool.may_keep("a")
-        await asyncio.wait_for(other, 1)
-        await pool.give_back(mine[1].lease_id)  # never used: no outcome counted
-        alone = pool.may_keep("b")  # nobody else waits
-        return [over_share, alone, pool.outcomes == {"ok": 1}, pool.in_flight == 1]
+def test_a_returned_permit_goes_to_whoever_waited_longest() -> None:
+    """A swap (release, then acquire at once) queues behind the callers already
+    waiting: without that, one worker's swaps would pass its permits round among
+    its newest requests while older ones, its own or another worker's, starved."""
 
-    assert asyncio.run(scenario()) == [False, True, True, True]
+    async def scenario() -> list[str]:
+        pool = PermitPool(["u"], 2)
+        held = [await pool.acquire("a", 0), await pool.acquire("a", 0)]
+        order: list[str] = []
+
+        async def wait_for_one(name: str, worker: str) -> Any:
+            lease = await pool.acquire(worker, 0)
+            order.append(name)
+            return lease
+
+        older = asyncio.ensure_future(wait_for_one("b's request", "b"))
+        own = asyncio.ensure_future(wait_for_one("a's older request", "a"))
+        await asyncio.sleep(0.01)
+        # a's swap: its permit goes back, and its newest request asks at once.
+        await pool.release(held[0].lease_id, Usage("ok", 0.1))
+        newest = asyncio.ensure_future(wait_for_one("a's newest request", "a"))
+        first = await asyncio.wait_for(older, 1)
+        await pool.release(held[1].lease_id, Usage("ok", 0.1))
+        second = await asyncio.wait_for(own, 1)
+        await pool.give_back(first.lease_id)  # never used: no outcome counted
+        await asyncio.wait_for(newest, 1)
+        await pool.release(second.lease_id, Usage("ok", 0.1))
+        assert pool.outcomes == {"ok": 3}
+        return order
+
+    assert asyncio.run(scenario()) == ["b's request", "a's older request", "a's newest request"]
+
+
+def test_a_permit_left_free_reaches_a_caller_queued_behind_one_that_was_woken() -> None:
+    """Queueing behind a woken caller must not strand the queued one when more
+    permits are free than callers were woken."""
+
+    async def scenario() -> int:
+        pool = PermitPool(["u"], 3)
+        held = [await pool.acquire("a", 0) for _ in range(3)]
+        woken = asyncio.ensure_future(pool.acquire("a", 0))
+        await asyncio.sleep(0.01)  # waiting
+        behind = asyncio.ensure_future(pool.acquire("b", 0))  # runs once we yield
+        await pool.release(held[0].lease_id, Usage("ok", 0.1))  # wakes `woken`
+        await pool.release(held[1].lease_id, Usage("ok", 0.1))  # two permits free now
+        # `behind` runs before `woken` resumes, sees it waiting and queues; only
+        # `woken`'s grant can pass it the second permit, no release will.
+        await asyncio.wait_for(asyncio.gather(woken, behind), 1)
+        return pool.in_flight
+
+    assert asyncio.run(scenario()) == 3

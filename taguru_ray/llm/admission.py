@@ -88,19 +88,6 @@ class PermitPool:
     _held: Counter[str] = field(default_factory=Counter)  # permits out, by worker
     _waiting: Counter[str] = field(default_factory=Counter)  # callers waiting, by worker
 
-    def may_keep(self, worker: str) -> bool:
-        """Whether `worker` may take a permit it just returned straight back (a swap).
-
-        Yes while nobody else waits, or while it holds less than its share of the
-        limit among the workers holding or waiting for permits: a worker that
-        keeps swapping cannot starve one that is waiting.
-        """
-        others = sum(n for w, n in self._waiting.items() if w != worker)
-        if not others:
-            return True
-        workers = len(set(self._held) | set(self._waiting) | {worker})
-        return self._held[worker] < self.current_limit / workers
-
     def __post_init__(self) -> None:
         self.endpoints = [Endpoint(url) for url in self.urls]
         self.adaptive = AdaptiveLimit() if self.limit is None else None
@@ -115,8 +102,16 @@ class PermitPool:
         return self._changed
 
     async def acquire(self, worker: str = "", tokens: int = 0) -> Lease:
-        """Wait for a permit; returns the lease naming the endpoint to use."""
+        """Wait for a permit, first come first served; returns the lease naming the
+        endpoint to use.
+
+        A caller that finds others waiting queues behind them even when a permit is
+        free: that permit was just freed for the first of them, who has been woken
+        but not run yet. Taking it would starve them — a worker's swaps would pass
+        one permit round among its newest requests while its oldest wait (ADR 0015).
+        """
         async with self._condition():
+            queued = bool(self._waiting)
             while True:
                 if self.stopped:
                     raise Stopped()
@@ -124,8 +119,12 @@ class PermitPool:
                 self._slide(now)
                 index = self._pick(now)
                 wait = self._wait_for(now, tokens)
-                if index is not None and wait == 0.0:
-                    return self._grant(index, worker, tokens, now)
+                if index is not None and wait == 0.0 and not queued:
+                    lease = self._grant(index, worker, tokens, now)
+                    if self._waiting:
+                        self._wake()  # permits left over go to those queued behind
+                    return lease
+                queued = False  # once woken, it is the first in line
                 if index is None:
                     opens = min(e.opens_at() for e in self.endpoints) - now
                     wait = max(wait, opens) if wait else opens

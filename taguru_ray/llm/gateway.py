@@ -26,8 +26,7 @@ from taguru_ray.llm.admission import PermitPool, Stopped
 from taguru_ray.llm.client import Usage
 from taguru_ray.llm.ladder import RungState
 
-WAIT = "wait"  # a swap's answer: queue for the permit like every other caller
-ASKING = 8  # a worker's requests waiting at the gateway at once (the rest wait locally)
+ASKING = 8  # a worker's requests asking the gateway on their own at once (swaps aside)
 
 
 @ray.remote(num_cpus=0, max_concurrency=100_000)
@@ -66,13 +65,11 @@ class Gateway:
 
     async def swap(
         self, lease_id: int, usage: tuple[Any, ...], worker: str, tokens: int, want_seq: bool
-    ) -> tuple[int, int, int | None, str | None] | str | None:
+    ) -> tuple[int, int, int | None, str | None] | None:
         """`release` and `acquire` in one call, for a worker with another request waiting:
-        a grant, None once stopping, or WAIT when the worker must queue like every other
-        caller (it holds its share and others wait)."""
+        a grant (in turn: the permit returned goes to whoever waited longest), or None
+        once stopping."""
         await self.release(lease_id, usage)
-        if not self._pool.may_keep(worker):
-            return WAIT
         return await self.acquire(worker, tokens, want_seq)
 
     async def give_back(self, lease_id: int) -> None:
@@ -117,10 +114,10 @@ class GatewayAdmission:
     and takes the next one in one call (`Gateway.swap`), instead of a release and
     another acquire: one actor call per completion, not two. The gateway still
     grants every permit, numbers every attempt and holds every pause, ceiling and
-    stop; it lets a worker keep a permit it just returned only while nobody else
-    waits or the worker holds less than its share (`PermitPool.may_keep`). At
-    most ASKING of a worker's requests wait at the gateway; the others wait here
-    for a swap, or for one of those to be granted.
+    stop. The permit a swap returns goes to whoever has waited longest, of any
+    worker, and the swap's own request waits its turn behind them. Besides the
+    swaps, at most ASKING of a worker's requests ask the gateway on their own;
+    the others wait here for a swap.
     """
 
     def __init__(self, gateway: Any, index: int) -> None:
@@ -181,9 +178,6 @@ class GatewayAdmission:
                 granted = await call
             finally:
                 self._asking -= 1
-            if granted == WAIT:  # over its share while others wait: ask like everyone
-                self._queue.appendleft(waiter)
-                return
             if granted is None:
                 self._stop()
             if waiter.future.done():  # cancelled meanwhile: the permit goes back unused
