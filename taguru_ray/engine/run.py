@@ -218,14 +218,15 @@ class ExtractRun:
         self._existing = self._listing.result()
 
     def _unchanged(self, scanned: Scanned) -> bool:
-        assert scanned.inputs is not None
-        return self._skippable and self.manifest.unchanged(
-            scanned.source, scanned.inputs, self._existing
+        return (
+            self._skippable
+            and scanned.inputs is not None
+            and self.manifest.unchanged(scanned.source, scanned.inputs, self._existing)
         )
 
     def _gaps(self, scanned: Scanned) -> list[str]:
         """--coverage over a skipped segment, judged from the file it already has."""
-        if not self.settings.coverage or scanned.inputs is None or scanned.data is None:
+        if not self._coverage or scanned.inputs is None or scanned.data is None:
             return []
         return existing_gaps(
             self.out,
