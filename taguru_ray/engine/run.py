@@ -105,7 +105,7 @@ class ExtractRun:
     async def run(self) -> int:
         # Imported here: the actor classes register with Ray only when a run needs them.
         from taguru_ray.engine.ledger import CONTEXT_INDEX, Ledger
-        from taguru_ray.engine.worker import DiagnosticsWriter, SegmentWorker
+        from taguru_ray.engine.worker import DiagnosticsWriter, SegmentWorker, run_actor_name
         from taguru_ray.llm.gateway import Gateway
 
         settings = self.settings
@@ -113,32 +113,38 @@ class ExtractRun:
         limit = settings.max_inflight if isinstance(settings.max_inflight, int) else None
         # The run's state (permits, rung, claims, the sidecar) lives beside the driver —
         # on a cluster, the head node — never on a spot worker that may vanish.
-        here = {
-            "scheduling_strategy": NodeAffinitySchedulingStrategy(
-                ray.get_runtime_context().get_node_id(), soft=False
-            )
-        }
-        self.gateway = Gateway.options(**here).remote(
-            list(settings.endpoints), limit, settings.rpm, settings.tpm, await self._resolve_rung()
+        node = ray.get_runtime_context().get_node_id()
+
+        def here(role: str) -> dict[str, Any]:
+            # Named, so a worker (a restarted one too) finds it without a handle.
+            return {
+                "scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=False),
+                "name": run_actor_name(self.run_id, role),
+            }
+
+        # One copy of the run's inputs in the object store however many workers; the
+        # gateway hands the reference out (inside a list, so it stays a reference).
+        inputs_ref = self.inputs_ref = ray.put(self.inputs)  # the driver owns the copy
+        self.gateway = Gateway.options(**here("gateway")).remote(
+            list(settings.endpoints),
+            limit,
+            settings.rpm,
+            settings.tpm,
+            await self._resolve_rung(),
+            [inputs_ref],
         )
-        self.ledger = Ledger.options(**here).remote()
+        self.ledger = Ledger.options(**here("ledger")).remote()
         if self._seed is not None:
             await self.ledger.absorb.remote([(CONTEXT_INDEX, self._seed)])
-        # One copy in the object store however many workers, passed inside a list so
-        # the constructor argument itself stays inline: a restarted worker replays it
-        # and fetches the copy the driver still owns.
-        self.inputs_ref = ray.put(self.inputs)
         diagnostics = (
-            DiagnosticsWriter.options(**here).remote(
+            DiagnosticsWriter.options(**here("diagnostics")).remote(
                 settings.diagnostics_out, self.run_id, dict(settings.storage_env)
             )
             if settings.diagnostics_out
             else None
         )
         self.workers = [
-            SegmentWorker.options(**self._worker_placement()).remote(
-                i, settings, self.run_id, self.gateway, self.ledger, diagnostics, [self.inputs_ref]
-            )
+            SegmentWorker.options(**self._worker_placement()).remote(i, settings, self.run_id)
             for i in range(settings.workers)
         ]
         self._trap_signals()

@@ -36,31 +36,34 @@ from taguru_ray.store.run_inputs import RunInputs
 WRITER_THREADS = 32
 
 
+def run_actor_name(run_id: str, role: str) -> str:
+    """The name a run's coordinating actor (gateway, ledger, diagnostics) is found by."""
+    return f"taguru-ray-{run_id}-{role}"
+
+
 # A worker process that dies (a preempted node) is restarted by Ray; the driver
 # resubmits the segments it was running, and their checkpoints make the redo cheap.
+# Its constructor takes no actor handle or object reference: Ray warns, on every
+# run, that such arguments could be lost to a restart. It finds the run's actors by
+# name instead, and takes the run's inputs from the gateway.
 @ray.remote(num_cpus=0, max_concurrency=10_000, max_restarts=-1)
 class SegmentWorker:
-    def __init__(
-        self,
-        index: int,
-        settings: Settings,
-        run_id: str,
-        gateway: Any,
-        ledger: Any,
-        diagnostics: Any | None,
-        inputs: list[Any],  # [ObjectRef of RunInputs], fetched on first use
-    ) -> None:
+    def __init__(self, index: int, settings: Settings, run_id: str) -> None:
         # The driver's storage credentials and endpoint: fsspec reads them from here.
         os.environ.update(dict(settings.storage_env))
         self._settings = settings
-        self._inputs_ref = inputs[0]
         self._inputs: RunInputs | None = None
-        self._ledger = ledger
+        gateway = ray.get_actor(run_actor_name(run_id, "gateway"))
+        self._ledger = ray.get_actor(run_actor_name(run_id, "ledger"))
         self._run_id = run_id
         self._gateway = gateway
         self._admission = GatewayAdmission(gateway, index)
         self._registered = False
-        self._diagnostics = diagnostics
+        self._diagnostics = (
+            ray.get_actor(run_actor_name(run_id, "diagnostics"))
+            if settings.diagnostics_out
+            else None
+        )
         self._out = OutDir(settings.out)
         self._client: ChatClient | None = None
 
@@ -125,7 +128,8 @@ class SegmentWorker:
             model = dataclasses.replace(model, complete=replayer.complete, replay=replayer)
         try:
             if self._inputs is None:
-                self._inputs = await self._inputs_ref
+                [inputs] = await self._gateway.run_inputs.remote()
+                self._inputs = await inputs
             return await extract_segment(
                 job, self._settings, self._run_id, model, recorder, self._inputs
             )

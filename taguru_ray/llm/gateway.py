@@ -40,9 +40,16 @@ class Gateway:
         rpm: int = 0,
         tpm: int = 0,
         rung: str | None = None,
+        run_inputs: list[Any] | None = None,  # [ObjectRef of the run's RunInputs]
     ) -> None:
         self._pool = PermitPool(urls, limit, rpm, tpm)
         self._rung = RungState(rung) if rung is not None else None
+        self._run_inputs = run_inputs or []
+
+    async def run_inputs(self) -> list[Any]:
+        """The run's inputs as [ObjectRef]: a worker fetches them once, from the copy the
+        driver owns, however often it is restarted."""
+        return self._run_inputs
 
     async def acquire(
         self, worker: str, tokens: int, want_seq: bool = False
