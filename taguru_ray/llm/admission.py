@@ -85,8 +85,7 @@ class PermitPool:
     _ids: itertools.count[int] = field(default_factory=itertools.count)
     _changed: asyncio.Condition | None = None
     _incarnations: dict[int, str] = field(default_factory=dict)
-    _held: Counter[str] = field(default_factory=Counter)  # permits out, by worker
-    _waiting: Counter[str] = field(default_factory=Counter)  # callers waiting, by worker
+    _waiting: int = 0  # callers waiting (woken ones too, until they run)
 
     def __post_init__(self) -> None:
         self.endpoints = [Endpoint(url) for url in self.urls]
@@ -111,7 +110,7 @@ class PermitPool:
         one permit round among its newest requests while its oldest wait (ADR 0015).
         """
         async with self._condition():
-            queued = bool(self._waiting)
+            queued = self._waiting > 0
             while True:
                 if self.stopped:
                     raise Stopped()
@@ -128,16 +127,14 @@ class PermitPool:
                 if index is None:
                     opens = min(e.opens_at() for e in self.endpoints) - now
                     wait = max(wait, opens) if wait else opens
-                self._waiting[worker] += 1
+                self._waiting += 1
                 try:
                     timeout = wait if wait > 0 else None
                     await asyncio.wait_for(self._condition().wait(), timeout)
                 except TimeoutError:
                     pass
                 finally:
-                    self._waiting[worker] -= 1
-                    if not self._waiting[worker]:
-                        del self._waiting[worker]
+                    self._waiting -= 1
 
     def _pick(self, now: float) -> int | None:
         if self.in_flight >= self.current_limit:
@@ -169,7 +166,6 @@ class PermitPool:
         self._leases[lease.lease_id] = lease
         self.endpoints[index].in_flight += 1
         self.in_flight += 1
-        self._held[worker] += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         self._requests.append(now)
         if tokens:
@@ -205,9 +201,6 @@ class PermitPool:
     def _free(self, lease: Lease) -> None:
         self.endpoints[lease.endpoint].in_flight -= 1
         self.in_flight -= 1
-        self._held[lease.worker] -= 1
-        if not self._held[lease.worker]:
-            del self._held[lease.worker]
 
     def _settle(self, lease: Lease, usage: Usage) -> None:
         now = self.clock()

@@ -107,7 +107,7 @@ class Gateway:
 
 @dataclass
 class _Waiter:
-    """A request of this worker waiting for a permit, not yet asking the gateway."""
+    """A request of this worker waiting for a permit: here, or asking the gateway."""
 
     tokens: int
     want_seq: bool
