@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import heapq
+import random
+import statistics
 
 import pytest
 
 from taguru_ray.llm.admission import PermitPool, Stopped
 from taguru_ray.llm.client import Usage
-from taguru_ray.llm.concurrency import AdaptiveLimit
+from taguru_ray.llm.concurrency import DOWN, AdaptiveLimit
 
 OK = Usage("ok", 0.1)
 
@@ -179,69 +182,137 @@ def test_a_release_hands_its_permit_to_one_waiter_in_arrival_order() -> None:
     assert asyncio.run(scenario()) == [0, 1]
 
 
-def test_adaptive_concurrency_settles_at_the_servers_knee() -> None:
-    """A server with C slots and latency L: queueing past C makes latency climb.
+def _serve(
+    limit: AdaptiveLimit, slots: int, service: float, gap: float, completions: int
+) -> list[tuple[float, int]]:
+    """A server with `slots` slots and a fixed service time, FIFO past them, and a
+    client that keeps `limit.limit` requests out and takes `gap` seconds to turn
+    each round (half on the way there, half back). Service times and gaps vary by
+    ±20 %, deterministically. Returns (finish time, limit after it) per completion."""
+    rng = random.Random(7)
+    free = [0.0] * slots  # when each slot frees, as a heap
+    out: list[tuple[float, float]] = []  # (client sees the answer, sent), a heap
+    now, seen = 0.0, []
+    while len(seen) < completions:
+        while len(out) < limit.limit:
+            start = max(now + gap / 2, heapq.heappop(free))
+            done = start + service * rng.uniform(0.8, 1.2)
+            heapq.heappush(free, done)
+            heapq.heappush(out, (done + gap / 2 * rng.uniform(0.6, 1.4), now))
+        now, sent = heapq.heappop(out)
+        limit.observe(now - sent, "ok", len(out) + 1, now)
+        seen.append((now, limit.limit))
+    return seen
 
-    Each request's latency is set by the in-flight level it was admitted at, one
-    request at a time, so a window can straddle a change of the limit as it does
-    on a real run.
-    """
-    knee, unloaded = 64, 0.2
+
+def _settled(seen: list[tuple[float, int]]) -> tuple[float, float]:
+    """The second half's completions per second and its median limit."""
+    half = seen[len(seen) // 2 :]
+    rate = (len(half) - 1) / (half[-1][0] - half[0][0])
+    return rate, statistics.median(level for _, level in half)
+
+
+def test_adaptive_concurrency_holds_where_throughput_stops_rising() -> None:
+    """64 slots, 200 ms: 320/s at most. A client that needs 50 ms to turn a request
+    round needs about 80 in flight to keep 64 slots busy; one that needs none, 64."""
+    rate, level = _settled(_serve(AdaptiveLimit(), 64, 0.2, 0.05, 30_000))
+    assert rate >= 0.95 * 320
+    assert 64 < level <= 200  # past the slots: the client's turnaround needs covering
+    rate, level = _settled(_serve(AdaptiveLimit(), 64, 0.2, 0.0, 30_000))
+    assert rate >= 0.95 * 320 and level <= 200
+
+
+def test_a_server_with_a_few_slots_is_found_from_far_above() -> None:
+    """Three slots: slow start's 32 in flight is already ten times too many. The probes
+    down bring the level to the plateau's start, and throughput never suffers."""
     limit = AdaptiveLimit()
-    levels = []
-    for _ in range(40_000):
-        level = limit.limit  # the run keeps the limit full
-        limit.observe(unloaded * max(1.0, level / knee), "ok", level)
-        levels.append(limit.limit)
-    settled = levels[-5_000:]
-    assert knee * 0.9 <= min(settled) and max(settled) <= knee * 1.5
+    rate, level = _settled(_serve(limit, 3, 0.15, 0.0, 6_000))
+    assert rate >= 0.95 * 20
+    assert level <= 8
     assert limit.changes  # every move is reported
 
 
-def test_one_slow_window_neither_shrinks_the_limit_nor_ends_slow_start() -> None:
-    limit = AdaptiveLimit()
-    for _ in range(8):
-        limit.observe(0.2, "ok", 8)
-    assert limit.limit == 16
-    for _ in range(16):  # a client-side hiccup: one window half again as slow
-        limit.observe(0.3, "ok", 16)
-    assert limit.limit == 16 and limit.slow_start
-    for _ in range(16):
-        limit.observe(0.2, "ok", 16)
-    assert limit.limit == 32  # still doubling
-    for _ in range(2 * 32):  # two slow windows in a row: queueing, the limit shrinks
-        limit.observe(0.3, "ok", 32)
-    assert limit.limit < 32 and not limit.slow_start
+def _feed(limit: AdaptiveLimit, count: int, latency: float, per_s: float, start: float) -> float:
+    """`count` completions at a steady `per_s`, the limit kept full; returns the clock."""
+    now = start
+    for _ in range(count):
+        now += 1 / per_s
+        limit.observe(latency, "ok", limit.limit, now)
+    return now
 
 
-def test_doubling_stops_once_latency_starts_to_rise() -> None:
+def _probing(level: int) -> tuple[AdaptiveLimit, float]:
+    """A limit past slow start, holding `level`, its throughput measured: 300/s."""
+    limit = AdaptiveLimit(limit=level, baseline=0.2, slow_start=False, held=level)
+    return limit, _feed(limit, 2 * level, 0.25, 300.0, 0.0)
+
+
+def test_one_slow_window_does_not_end_slow_start() -> None:
     limit = AdaptiveLimit()
-    for level in (8, 16, 32):  # unloaded: doubling
-        for _ in range(level):
-            limit.observe(0.2, "ok", level)
+    now = _feed(limit, 32, 0.2, 160.0, 0.0)
+    assert limit.limit == 64
+    now = _feed(limit, 64, 0.3, 210.0, now)  # a client-side hiccup: half again as slow
     assert limit.limit == 64 and limit.slow_start
-    for _ in range(64):  # near the knee: within the tolerance, but rising
-        limit.observe(0.23, "ok", 64)
-    assert limit.limit == 80 and not limit.slow_start  # a quarter more, not twice
+    now = _feed(limit, 64, 0.2, 320.0, now)
+    assert limit.limit == 128  # still doubling
+    for _ in range(2):  # two slow windows in a row: the knee
+        now = _feed(limit, 128, 0.3, 420.0, now)
+    assert not limit.slow_start and limit.held == 128
 
 
-def test_the_queue_an_old_limit_built_is_not_judged_after_a_shrink() -> None:
-    limit = AdaptiveLimit(limit=128, baseline=0.2, slow_start=False)
-    for _ in range(2 * 128):  # two slow windows: queueing
-        limit.observe(0.4, "ok", 128)
-    assert limit.limit == 70  # 128 x 0.2 / 0.4 x 1.1
-    for _ in range(128):  # the requests the old limit let in drain, still slow
-        limit.observe(0.4, "ok", 100)
-    assert limit.limit == 70  # not shrunk again on their account
-    for _ in range(70):  # what the new limit lets in is judged
-        limit.observe(0.2, "ok", 70)
-    assert limit.limit == 87
+def test_doubling_stops_once_latency_starts_to_rise_and_the_first_probe_goes_up() -> None:
+    limit = AdaptiveLimit()
+    now = _feed(limit, 32, 0.2, 160.0, 0.0)
+    now = _feed(limit, 64, 0.23, 280.0, now)  # within the hiccup allowance, but rising
+    assert not limit.slow_start and limit.limit == 64
+    now = _feed(limit, 64, 0.23, 280.0, now)  # the previous level's requests: unjudged
+    now = _feed(limit, 128, 0.23, 280.0, now)  # the held level's throughput
+    assert limit.held_rate == pytest.approx(280.0) and limit.limit == 96
+
+
+def test_a_probe_up_is_kept_only_when_throughput_rises() -> None:
+    limit, now = _probing(64)
+    assert limit.limit == 96 and limit.held == 64  # probing up, half again
+    now = _feed(limit, 64, 0.3, 300.0, now)  # settling: the 64 admitted before
+    now = _feed(limit, 192, 0.3, 306.0, now)  # 2 % more: not worth the queue
+    assert limit.limit == 64 and limit.held == 64
+    limit, now = _probing(64)
+    now = _feed(limit, 64, 0.3, 300.0, now)
+    now = _feed(limit, 192, 0.3, 345.0, now)  # 15 % more: kept, and on up at once
+    assert limit.held == 96 and limit.held_rate == pytest.approx(345.0)
+    assert limit.limit == 144
+    assert limit.changes[-1]["completions_per_s"] == pytest.approx(345.0)
+
+
+def test_a_probe_down_is_kept_when_throughput_holds() -> None:
+    limit = AdaptiveLimit(limit=192, baseline=0.2, slow_start=False, held=192, next_probe=DOWN)
+    now = _feed(limit, 384, 0.6, 300.0, 0.0)  # latency tripled: a queue at the server
+    assert limit.limit == 128
+    now = _feed(limit, 192, 0.6, 300.0, now)  # settling
+    now = _feed(limit, 256, 0.4, 301.0, now)  # as fast, a third fewer in flight
+    assert limit.held == 128 and limit.limit == 85  # kept; on down at once
+    now = _feed(limit, 128, 0.4, 300.0, now)
+    now = _feed(limit, 170, 0.3, 240.0, now)  # too few: back, and up next time
+    assert limit.limit == 128 and limit.held == 128
+
+
+def test_a_level_the_run_does_not_fill_is_never_probed() -> None:
+    limit = AdaptiveLimit(limit=64, baseline=0.2, slow_start=False, held=64)
+    now = 0.0
+    for _ in range(1_000):
+        now += 1 / 100
+        limit.observe(0.2, "ok", 20, now)  # 20 in flight of 64: the run lacks work
+    assert limit.limit == 64 and not limit.changes
 
 
 def test_adaptive_concurrency_halves_on_overload_and_never_grows_unused() -> None:
     limit = AdaptiveLimit(limit=40)
-    limit.observe(1.0, "http_503", 40)
-    assert limit.limit == 20
-    for _ in range(200):
-        limit.observe(0.2, "ok", 3)  # the run never fills the limit
-    assert limit.limit == 20
+    limit.observe(1.0, "http_503", 40, 0.0)
+    assert limit.limit == 20 and not limit.slow_start
+    limit.observe(1.0, "timeout", 20, 0.1)
+    assert limit.limit == 10
+    now = 0.1
+    for _ in range(400):
+        now += 0.01
+        limit.observe(0.2, "ok", 3, now)  # the run never fills the limit
+    assert limit.limit == 10

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from taguru_ray.llm.admission import PermitPool, Stopped
+from taguru_ray.llm.admission import PermitPool, Stopped, set_priority
 from taguru_ray.llm.client import Usage
 from taguru_ray.llm.gateway import ASKING, Gateway, GatewayAdmission
 
@@ -131,3 +131,81 @@ def test_a_permit_left_free_reaches_a_caller_queued_behind_one_that_was_woken() 
         return pool.in_flight
 
     assert asyncio.run(scenario()) == 3
+
+
+def test_the_oldest_segment_is_served_first_whenever_it_asked() -> None:
+    """Segment i may start only once segment i-W has finished: a permit given to a
+    newer segment's request while an older one waits holds the whole window back."""
+
+    async def scenario() -> list[int]:
+        pool = PermitPool(["u"], 1)
+        held = await pool.acquire("a", 0, priority=0)
+        order: list[int] = []
+
+        async def segment(index: int) -> None:
+            lease = await pool.acquire("a", 0, priority=index)
+            order.append(index)
+            await pool.release(lease.lease_id, Usage("ok", 0.1))
+
+        waiting = [asyncio.ensure_future(segment(i)) for i in (5, 9, 3, 7)]
+        await asyncio.sleep(0.01)
+        await pool.release(held.lease_id, Usage("ok", 0.1))
+        await asyncio.wait_for(asyncio.gather(*waiting), 1)
+        return order
+
+    assert asyncio.run(scenario()) == [3, 5, 7, 9]
+
+
+def test_a_swap_hands_the_permit_to_an_older_request_than_those_waiting() -> None:
+    async def scenario() -> list[str]:
+        pool = PermitPool(["u"], 1)
+        held = await pool.acquire("a", 0, priority=2)
+        order: list[str] = []
+
+        async def wait(name: str, priority: int) -> None:
+            await pool.acquire("b", 0, priority=priority)
+            order.append(name)
+
+        newer = asyncio.ensure_future(wait("segment 8", 8))
+        await asyncio.sleep(0.01)
+        lease = await pool.swap(held.lease_id, Usage("ok", 0.1), "a", 0, priority=4)
+        order.append("segment 4, by the swap")
+        await pool.release(lease.lease_id, Usage("ok", 0.1))
+        await asyncio.wait_for(newer, 1)
+        return order
+
+    assert asyncio.run(scenario()) == ["segment 4, by the swap", "segment 8"]
+
+
+def test_a_worker_sends_its_oldest_requests_to_the_gateway_first(ray_address: str) -> None:
+    """More requests than ASKING, arriving newest first: the first ASKING to arrive ask
+    the gateway, the oldest wait at the worker; permits still go out oldest first."""
+    gateway = Gateway.remote(["http://unused"], 1)  # type: ignore[attr-defined]
+    count = ASKING + 4
+
+    async def scenario() -> list[int]:
+        admission = GatewayAdmission(gateway, 0)
+        await admission.register()
+        held, _, _ = await admission.acquire(0, False)
+        order: list[int] = []
+
+        async def segment(index: int) -> None:
+            set_priority(index)  # this task's own context, as in SegmentWorker.run
+            lease, _, _ = await admission.acquire(0, False)
+            order.append(index)
+            await asyncio.sleep(0.01)
+            await admission.release(lease, Usage("ok", 0.01))
+
+        # Arriving newest first: the first ASKING to arrive ask the gateway.
+        tasks = []
+        for index in reversed(range(count)):
+            tasks.append(asyncio.ensure_future(segment(index)))
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.3)  # every asking request is queued at the gateway
+        await admission.release(held, Usage("ok", 0.01))
+        await asyncio.wait_for(asyncio.gather(*tasks), 30)
+        return order
+
+    # The held permit's release is a swap for the oldest waiting at the worker, and so
+    # on; once none waits there, the gateway's queue goes on from the oldest that asked.
+    assert asyncio.run(scenario()) == list(range(count))

@@ -25,6 +25,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from taguru_ray.contract.names import output_name
+from taguru_ray.engine import heap
 from taguru_ray.engine.ahead import READERS, ScanAhead
 from taguru_ray.engine.ports import SegmentJob, SegmentOutcome
 from taguru_ray.engine.progress import Progress, mode_for
@@ -151,6 +152,7 @@ class ExtractRun:
         # The early settling hands over at its next segment; the loop goes on from there.
         self._handover.set()
         await asyncio.wrap_future(self._early)
+        heap.settle()  # the manifest is in: out of every later collection's walk
         watcher = asyncio.create_task(self._watch())
         try:
             await self._dispatch()
@@ -419,9 +421,11 @@ class ExtractRun:
                 continue
             changes = stats.get("limit_changes", [])
             for change in changes[self._limit_changes_seen :]:
+                rate = change.get("completions_per_s")
+                at = f"{rate:g} completions/s, " if rate is not None else ""
                 self.console.err(
                     f"{FAILURE_PREFIX}in-flight limit {change['from']} → {change['to']} "
-                    f"(median latency {change['latency_ms']} ms, baseline "
+                    f"({at}median latency {change['latency_ms']} ms, baseline "
                     f"{change['baseline_ms']} ms)"
                 )
             self._limit_changes_seen = len(changes)

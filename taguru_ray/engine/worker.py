@@ -21,11 +21,12 @@ import ray
 
 from taguru_ray.contract.names import attempts_name
 from taguru_ray.contract.records import Record
-from taguru_ray.engine import metrics
+from taguru_ray.engine import heap, metrics
 from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
 from taguru_ray.engine.recorder import StoreRecorder
 from taguru_ray.engine.replay import ReplayBook, Replayer
 from taguru_ray.engine.segment import extract_segment
+from taguru_ray.llm.admission import set_priority
 from taguru_ray.llm.client import ChatClient, Completion, CompletionRequest, open_session
 from taguru_ray.llm.gateway import GatewayAdmission, GatewayRung
 from taguru_ray.settings import Settings
@@ -93,6 +94,8 @@ class SegmentWorker:
                 ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="store")
             )
             await self._admission.register()
+            heap.settle()
+        set_priority(job.index)  # this call's own task: its requests queue by segment
         pending: list[Any] = []
 
         def emit(records: list[Record]) -> None:

@@ -16,6 +16,8 @@ Pure asyncio with an injectable clock: the Ray actor (`gateway.py`) wraps it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import heapq
 import itertools
 import time
 from collections import Counter, deque
@@ -25,6 +27,23 @@ from typing import Any
 
 from taguru_ray.llm.client import Usage
 from taguru_ray.llm.concurrency import AdaptiveLimit
+
+# The admission priority of the requests the current task makes, lowest first: the
+# segment worker sets its segment's index, so the oldest segment of the window, the
+# one holding the window back, is served first (ADR 0016).
+_PRIORITY: contextvars.ContextVar[int] = contextvars.ContextVar("admission_priority", default=0)
+
+
+def set_priority(priority: int) -> None:
+    """Queue the current task's requests (and its subtasks') at `priority`, lowest first.
+    A function, not the variable itself: Ray pickles an actor class's globals, and a
+    ContextVar does not pickle."""
+    _PRIORITY.set(priority)
+
+
+def priority() -> int:
+    return _PRIORITY.get()
+
 
 WINDOW_SECONDS = 60.0
 FAILURES_BEFORE_REST = 3
@@ -62,6 +81,15 @@ class Lease:
     started: float
 
 
+@dataclass(order=True)
+class _Waiter:
+    priority: int
+    order: int
+    worker: str = field(compare=False)
+    tokens: int = field(compare=False)
+    future: asyncio.Future[Lease] = field(compare=False)
+
+
 @dataclass
 class PermitPool:
     urls: list[str]
@@ -83,9 +111,10 @@ class PermitPool:
     _requests: deque[float] = field(default_factory=deque)
     _tokens: deque[tuple[float, int]] = field(default_factory=deque)
     _ids: itertools.count[int] = field(default_factory=itertools.count)
-    _changed: asyncio.Condition | None = None
     _incarnations: dict[int, str] = field(default_factory=dict)
-    _waiting: int = 0  # callers waiting (woken ones too, until they run)
+    _queue: list[_Waiter] = field(default_factory=list)  # a heap: the next grant first
+    _order: itertools.count[int] = field(default_factory=itertools.count)
+    _timer: asyncio.TimerHandle | None = None  # a pause or a rate window opening
 
     def __post_init__(self) -> None:
         self.endpoints = [Endpoint(url) for url in self.urls]
@@ -95,46 +124,84 @@ class PermitPool:
     def current_limit(self) -> int:
         return self.adaptive.limit if self.adaptive is not None else int(self.limit or 1)
 
-    def _condition(self) -> asyncio.Condition:
-        if self._changed is None:
-            self._changed = asyncio.Condition()
-        return self._changed
+    @property
+    def waiting(self) -> int:
+        return sum(1 for waiter in self._queue if not waiter.future.done())
 
-    async def acquire(self, worker: str = "", tokens: int = 0) -> Lease:
-        """Wait for a permit, first come first served; returns the lease naming the
-        endpoint to use.
+    async def acquire(self, worker: str = "", tokens: int = 0, priority: int = 0) -> Lease:
+        """Wait for a permit; returns the lease naming the endpoint to use.
 
-        A caller that finds others waiting queues behind them even when a permit is
-        free: that permit was just freed for the first of them, who has been woken
-        but not run yet. Taking it would starve them — a worker's swaps would pass
-        one permit round among its newest requests while its oldest wait (ADR 0015).
+        Callers are served lowest `priority` first (a request's segment index: the
+        oldest segment of the window holds the window back), then in arrival order.
+        A permit is granted the moment it is free, to the first in line, so no
+        later caller can take it from a waiter that has not run yet (ADR 0015).
         """
-        async with self._condition():
-            queued = self._waiting > 0
-            while True:
-                if self.stopped:
-                    raise Stopped()
-                now = self.clock()
-                self._slide(now)
-                index = self._pick(now)
-                wait = self._wait_for(now, tokens)
-                if index is not None and wait == 0.0 and not queued:
-                    lease = self._grant(index, worker, tokens, now)
-                    if self._waiting:
-                        self._wake()  # permits left over go to those queued behind
-                    return lease
-                queued = False  # once woken, it is the first in line
-                if index is None:
-                    opens = min(e.opens_at() for e in self.endpoints) - now
-                    wait = max(wait, opens) if wait else opens
-                self._waiting += 1
-                try:
-                    timeout = wait if wait > 0 else None
-                    await asyncio.wait_for(self._condition().wait(), timeout)
-                except TimeoutError:
-                    pass
-                finally:
-                    self._waiting -= 1
+        waiter = self._enqueue(worker, tokens, priority)
+        self._dispatch()
+        return await self._granted(waiter)
+
+    async def swap(
+        self, lease_id: int, usage: Usage, worker: str = "", tokens: int = 0, priority: int = 0
+    ) -> Lease:
+        """`release`, then `acquire`, with the new request in line before the permit is
+        returned: an older segment's request takes it ahead of newer ones waiting."""
+        waiter = self._enqueue(worker, tokens, priority)
+        await self.release(lease_id, usage)
+        return await self._granted(waiter)
+
+    def _enqueue(self, worker: str, tokens: int, priority: int) -> _Waiter:
+        if self.stopped:
+            raise Stopped()
+        future = asyncio.get_running_loop().create_future()
+        waiter = _Waiter(priority, next(self._order), worker, tokens, future)
+        heapq.heappush(self._queue, waiter)
+        return waiter
+
+    async def _granted(self, waiter: _Waiter) -> Lease:
+        try:
+            return await waiter.future
+        except asyncio.CancelledError:
+            # Granted as the caller went away: the permit was never used.
+            granted = waiter.future.done() and not waiter.future.cancelled()
+            if granted and waiter.future.exception() is None:
+                self._return(waiter.future.result().lease_id)
+            raise
+
+    def _dispatch(self) -> None:
+        """Grant free permits to the waiters first in line, while the limit, the
+        endpoints' pauses and the rate windows allow; arm a timer for when a pause
+        or a rate window next opens."""
+        while self._queue:
+            head = self._queue[0]
+            if head.future.done():  # cancelled while waiting
+                heapq.heappop(self._queue)
+                continue
+            if self.in_flight >= self.current_limit:
+                return  # the next release dispatches again
+            now = self.clock()
+            self._slide(now)
+            index = self._pick(now)
+            wait = self._wait_for(now, head.tokens)
+            if index is None or wait > 0:
+                if index is None:  # every endpoint paused or rested
+                    wait = max(wait, min(e.opens_at() for e in self.endpoints) - now)
+                self._arm(max(wait, 0.001))
+                return
+            heapq.heappop(self._queue)
+            head.future.set_result(self._grant(index, head.worker, head.tokens, now))
+
+    def _arm(self, delay: float) -> None:
+        loop = asyncio.get_running_loop()
+        when = loop.time() + delay
+        if self._timer is not None:
+            if self._timer.when() <= when:
+                return
+            self._timer.cancel()
+        self._timer = loop.call_at(when, self._opened)
+
+    def _opened(self) -> None:
+        self._timer = None
+        self._dispatch()
 
     def _pick(self, now: float) -> int | None:
         if self.in_flight >= self.current_limit:
@@ -173,30 +240,20 @@ class PermitPool:
         return lease
 
     async def release(self, lease_id: int, usage: Usage) -> None:
-        async with self._condition():
-            lease = self._leases.pop(lease_id, None)
-            if lease is not None:
-                self._settle(lease, usage)
-            self._wake()
-
-    def _wake(self) -> None:
-        """Wake as many waiters as there are free permits, first come first served.
-
-        Not all of them: with hundreds of segments waiting, waking every one per
-        release costs more than the requests. A waiter that still cannot go (a
-        paused endpoint, a rate window) waits again with its own timeout.
-        """
-        free = self.current_limit - self.in_flight
-        if free > 0:
-            self._condition().notify(free)
+        lease = self._leases.pop(lease_id, None)
+        if lease is not None:
+            self._settle(lease, usage)
+        self._dispatch()
 
     async def give_back(self, lease_id: int) -> None:
         """Return a permit that was never used: no outcome, no latency to learn from."""
-        async with self._condition():
-            lease = self._leases.pop(lease_id, None)
-            if lease is not None:
-                self._free(lease)
-            self._wake()
+        self._return(lease_id)
+
+    def _return(self, lease_id: int) -> None:
+        lease = self._leases.pop(lease_id, None)
+        if lease is not None:
+            self._free(lease)
+        self._dispatch()
 
     def _free(self, lease: Lease) -> None:
         self.endpoints[lease.endpoint].in_flight -= 1
@@ -222,7 +279,7 @@ class PermitPool:
                 endpoint.rests += 1
                 endpoint.failures = 0
         if self.adaptive is not None:
-            self.adaptive.observe(usage.latency_seconds, usage.outcome, self.in_flight + 1)
+            self.adaptive.observe(usage.latency_seconds, usage.outcome, self.in_flight + 1, now)
 
     def register(self, index: int, incarnation: str) -> None:
         """A worker (re)started: leases of its previous incarnation died with it."""
@@ -235,19 +292,23 @@ class PermitPool:
             self._settle(lease, Usage("lost", 0.0))
 
     async def wake(self) -> None:
-        """Wake waiters for permits freed outside `release` (a restarted worker's)."""
-        async with self._condition():
-            self._wake()
+        """Grant permits freed outside `release` (a restarted worker's) to waiters."""
+        self._dispatch()
 
     def next_attempt_seq(self) -> int:
         self.attempt_seq += 1
         return self.attempt_seq
 
     async def stop(self) -> None:
-        """Refuse every permit from now on; waiters wake and see it."""
-        async with self._condition():
-            self.stopped = True
-            self._condition().notify_all()
+        """Refuse every permit from now on, to the callers waiting too."""
+        self.stopped = True
+        queue, self._queue = self._queue, []
+        for waiter in queue:
+            if not waiter.future.done():
+                waiter.future.set_exception(Stopped())
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def stats(self) -> dict[str, Any]:
         return {

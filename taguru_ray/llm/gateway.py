@@ -8,21 +8,22 @@ gateway hands out leases naming the endpoint, numbers attempts in issue order
 (`attempt_seq` is run-wide), holds the run-wide structured-output rung, and
 keeps the counters the progress display and the metrics read. A worker with
 requests waiting returns a finished request's permit and takes the next in one
-call (`swap`, ADR 0015).
+call (`swap`, ADR 0015); requests are served oldest segment first (ADR 0016).
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import secrets
-from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import ray
 
-from taguru_ray.engine import metrics
-from taguru_ray.llm.admission import PermitPool, Stopped
+from taguru_ray.engine import heap, metrics
+from taguru_ray.llm.admission import Lease, PermitPool, Stopped, priority
 from taguru_ray.llm.client import Usage
 from taguru_ray.llm.ladder import RungState
 
@@ -45,6 +46,7 @@ class Gateway:
         self._pool = PermitPool(urls, limit, rpm, tpm)
         self._rung = RungState(rung) if rung is not None else None
         self._run_inputs = run_inputs or []
+        heap.settle()
 
     async def run_inputs(self) -> list[Any]:
         """The run's inputs as [ObjectRef]: a worker fetches them once, from the copy the
@@ -52,14 +54,17 @@ class Gateway:
         return self._run_inputs
 
     async def acquire(
-        self, worker: str, tokens: int, want_seq: bool = False
+        self, worker: str, tokens: int, want_seq: bool = False, priority: int = 0
     ) -> tuple[int, int, int | None, str | None] | None:
         """(lease id, endpoint index, attempt_seq when asked, the rung now), or None once
         stopping. The rung rides along so a worker's rung port needs no call of its own."""
         try:
-            lease = await self._pool.acquire(worker, tokens)
+            lease = await self._pool.acquire(worker, tokens, priority)
         except Stopped:
             return None
+        return self._grant(lease, want_seq)
+
+    def _grant(self, lease: Lease, want_seq: bool) -> tuple[int, int, int | None, str | None]:
         metrics.in_flight(self._pool.in_flight)
         seq = self._pool.next_attempt_seq() if want_seq else None
         return lease.lease_id, lease.endpoint, seq, self._rung.rung if self._rung else None
@@ -68,16 +73,32 @@ class Gateway:
         """`usage` is a Usage's fields as a plain tuple: msgpack on the wire, not pickle."""
         done = Usage(*usage)
         await self._pool.release(lease_id, done)
+        self._report(done)
+
+    def _report(self, done: Usage) -> None:
         metrics.request_done(done, self._pool.in_flight, self._pool.current_limit)
 
     async def swap(
-        self, lease_id: int, usage: tuple[Any, ...], worker: str, tokens: int, want_seq: bool
+        self,
+        lease_id: int,
+        usage: tuple[Any, ...],
+        worker: str,
+        tokens: int,
+        want_seq: bool,
+        priority: int = 0,
     ) -> tuple[int, int, int | None, str | None] | None:
         """`release` and `acquire` in one call, for a worker with another request waiting:
-        a grant (in turn: the permit returned goes to whoever waited longest), or None
+        a grant in turn (the oldest segment's request first, this one included), or None
         once stopping."""
-        await self.release(lease_id, usage)
-        return await self.acquire(worker, tokens, want_seq)
+        done = Usage(*usage)
+        try:
+            lease = await self._pool.swap(lease_id, done, worker, tokens, priority)
+        except Stopped:
+            await self._pool.release(lease_id, done)  # refused before it was returned
+            return None
+        finally:
+            self._report(done)
+        return self._grant(lease, want_seq)
 
     async def give_back(self, lease_id: int) -> None:
         """A permit granted to a request that was cancelled before it could use it."""
@@ -105,13 +126,16 @@ class Gateway:
         return self._rung.demote(ran_under)
 
 
-@dataclass
+@dataclass(order=True)
 class _Waiter:
-    """A request of this worker waiting for a permit: here, or asking the gateway."""
+    """A request of this worker waiting for a permit: here, or asking the gateway.
+    The oldest segment's first (`admission.set_priority`), then in arrival order."""
 
-    tokens: int
-    want_seq: bool
-    future: asyncio.Future[Any]
+    priority: int
+    order: int
+    tokens: int = field(compare=False)
+    want_seq: bool = field(compare=False)
+    future: asyncio.Future[Any] = field(compare=False)
 
 
 class GatewayAdmission:
@@ -121,10 +145,10 @@ class GatewayAdmission:
     and takes the next one in one call (`Gateway.swap`), instead of a release and
     another acquire: one actor call per completion, not two. The gateway still
     grants every permit, numbers every attempt and holds every pause, ceiling and
-    stop. The permit a swap returns goes to whoever has waited longest, of any
-    worker, and the swap's own request waits its turn behind them. Besides the
-    swaps, at most ASKING of a worker's requests ask the gateway on their own;
-    the others wait here for a swap.
+    stop. Requests go oldest segment first (ADR 0016), here and at the gateway:
+    the permit a swap returns goes to the oldest request waiting, of any worker,
+    the swap's own included. Besides the swaps, at most ASKING of a worker's
+    requests (its oldest) ask the gateway on their own; the others wait here.
     """
 
     def __init__(self, gateway: Any, index: int) -> None:
@@ -133,7 +157,8 @@ class GatewayAdmission:
         self.incarnation = f"{index}-{secrets.token_hex(4)}"
         self.rung_seen: tuple[str | None] | None = None  # the rung the last grant carried
         self._asking = 0  # calls at the gateway that will bring a permit (acquire, swap)
-        self._queue: deque[_Waiter] = deque()
+        self._queue: list[_Waiter] = []  # a heap
+        self._order = itertools.count()
         self._stopped = False
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -144,8 +169,9 @@ class GatewayAdmission:
     async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, int | None]:
         if self._stopped:
             raise Stopped()
-        waiter = _Waiter(tokens, want_seq, asyncio.get_running_loop().create_future())
-        self._queue.append(waiter)
+        future = asyncio.get_running_loop().create_future()
+        waiter = _Waiter(priority(), next(self._order), tokens, want_seq, future)
+        heapq.heappush(self._queue, waiter)
         self._ask()
         return self._take(await waiter.future)
 
@@ -158,7 +184,7 @@ class GatewayAdmission:
 
     def _next_waiter(self) -> _Waiter | None:
         while self._queue:
-            waiter = self._queue.popleft()
+            waiter = heapq.heappop(self._queue)
             if not waiter.future.done():  # a cancelled request no longer waits
                 return waiter
         return None
@@ -169,7 +195,9 @@ class GatewayAdmission:
             waiter = self._next_waiter()
             if waiter is None:
                 return
-            call = self._gateway.acquire.remote(self.incarnation, waiter.tokens, waiter.want_seq)
+            call = self._gateway.acquire.remote(
+                self.incarnation, waiter.tokens, waiter.want_seq, waiter.priority
+            )
             self._spawn(self._deliver(call, waiter))
 
     def _spawn(self, coroutine: Any) -> None:
@@ -201,8 +229,8 @@ class GatewayAdmission:
     def _stop(self) -> None:
         """The run is stopping: every request waiting here is refused at once."""
         self._stopped = True
-        while self._queue:
-            waiter = self._queue.popleft()
+        queue, self._queue = self._queue, []
+        for waiter in queue:
             if not waiter.future.done():
                 waiter.future.set_result(None)
 
@@ -220,7 +248,7 @@ class GatewayAdmission:
             self._gateway.release.remote(lease_id, fields)
             return
         call = self._gateway.swap.remote(
-            lease_id, fields, self.incarnation, waiter.tokens, waiter.want_seq
+            lease_id, fields, self.incarnation, waiter.tokens, waiter.want_seq, waiter.priority
         )
         self._spawn(self._deliver(call, waiter))
 
