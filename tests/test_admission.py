@@ -284,6 +284,15 @@ def test_a_probe_up_is_kept_only_when_throughput_rises() -> None:
     assert limit.changes[-1]["completions_per_s"] == pytest.approx(345.0)
 
 
+def test_a_probe_up_the_run_cannot_fill_ends_once_the_old_level_is_done() -> None:
+    limit, now = _probing(64)
+    assert limit.limit == 96
+    for _ in range(64):  # the old level's requests finish; the run never passes 70
+        now += 1 / 300
+        limit.observe(0.3, "ok", 70, now)
+    assert limit.limit == 64 and limit.held == 64  # back at once, not after a window
+
+
 def test_a_probe_down_is_kept_when_throughput_holds() -> None:
     limit = AdaptiveLimit(limit=192, baseline=0.2, slow_start=False, held=192, next_probe=DOWN)
     now = _feed(limit, 384, 0.6, 300.0, 0.0)  # latency tripled: a queue at the server

@@ -81,6 +81,13 @@ class AdaptiveLimit:
             return
         if self._settling:
             self._settling -= 1
+            self._peak = max(self._peak, in_flight)
+            if not self._settling and self._trial == UP and self._peak < FULL * self.limit:
+                # The old level's requests are done and the run never filled the new
+                # one: more permits would sit unused, so the probe ends here.
+                self._commit(self.held or self.limit, latency, then=DOWN, holds=HOLD_WINDOWS)
+            elif not self._settling:
+                self._peak = 0
             return
         self._samples.append(latency)
         self._first = now if self._first is None else self._first
