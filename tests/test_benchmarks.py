@@ -129,6 +129,15 @@ def test_the_sweep_has_every_level_and_auto_or_a_reason(results: dict[str, Any])
         assert isinstance(auto["skipped"], str) and auto["skipped"]
     else:
         _check_extract(auto, results["parameters"]["segments"])
+        # auto against the best level, alternated: the ratio is of the pairs' means.
+        paired = sweep["paired"]
+        assert paired["order"] == ["auto", "best", "best", "auto"]
+        for run in paired["runs"]:
+            _check_extract(run, results["parameters"]["segments"])
+        autos, bests = paired["auto_completions_per_s"], paired["best_fixed_completions_per_s"]
+        assert len(autos) == 2 and len(bests) == 2
+        ratio = results["ratios"]["auto_vs_best_fixed"]["value"]
+        assert ratio == pytest.approx((autos[0] + autos[1]) / (bests[0] + bests[1]))
 
 
 def test_skip_and_memory_are_measured_without_calling_the_model(
