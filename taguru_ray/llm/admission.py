@@ -124,10 +124,6 @@ class PermitPool:
     def current_limit(self) -> int:
         return self.adaptive.limit if self.adaptive is not None else int(self.limit or 1)
 
-    @property
-    def waiting(self) -> int:
-        return sum(1 for waiter in self._queue if not waiter.future.done())
-
     async def acquire(self, worker: str = "", tokens: int = 0, priority: int = 0) -> Lease:
         """Wait for a permit; returns the lease naming the endpoint to use.
 

@@ -58,9 +58,9 @@ class AdaptiveLimit:
     slow_start: bool = True
     held: int | None = None  # the level probes are judged against, once probing
     held_rate: float | None = None  # its completions per second, last measured
+    next_probe: int = UP  # the direction of the next probe (UP or DOWN)
     changes: deque[dict[str, float]] = field(default_factory=lambda: deque(maxlen=64))
     _trial: int = 0  # UP or DOWN while a probe's level is measured, else 0
-    next_probe: int = UP  # the direction of the next probe (UP or DOWN)
     _holds: int = 0  # windows still to measure at the held level before probing
     _settling: int = 0  # completions of the previous level still to pass unjudged
     _hiccup: bool = False  # slow start forgave one slow window
@@ -158,7 +158,7 @@ class AdaptiveLimit:
         self._probe(median, rate)
 
     def _probe(self, median: float, rate: float) -> None:
-        """Try the next level the way `_next` points, from the held one."""
+        """Try the next level the way `next_probe` points, from the held one."""
         step = max(1, round(self.limit * STEP))
         trial = self.limit + step if self.next_probe == UP else round(self.limit / (1 + STEP))
         trial = min(CEILING, max(FLOOR, trial))
