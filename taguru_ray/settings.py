@@ -186,6 +186,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("progress", "--progress", "TAGURU_RAY_PROGRESS", _progress, "auto"),
     Knob("workers", "--workers", "TAGURU_RAY_WORKERS", _int_at_least(1), 2),
     Knob("worker_resource", "--worker-resource", "TAGURU_RAY_WORKER_RESOURCE", _text, None),
+    Knob("worker_hang_secs", None, "TAGURU_RAY_WORKER_HANG_SECS", _seconds, 120.0),
     Knob("address", "--address", "RAY_ADDRESS", _text, None),
 )
 # fmt: on
@@ -270,6 +271,7 @@ class Settings:
     endpoints: tuple[str, ...] = ()
     workers: int = 2
     worker_resource: str | None = None  # a custom resource only worker nodes declare
+    worker_hang_secs: float = 120.0  # a worker silent this long is restarted (0: never)
     address: str | None = None
     # What fsspec/s3fs read from the environment (credentials, endpoint, region),
     # carried to the workers, which may run on other nodes. Never printed.

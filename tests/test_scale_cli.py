@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -135,6 +136,41 @@ def test_a_worker_process_killed_mid_run_does_not_fail_the_run(
     os.kill(workers[0].pid, signal.SIGKILL)
     _, stderr = driver.communicate(timeout=180)
     assert driver.returncode == 0, stderr
+    for path in clean.glob("*.jsonl"):
+        assert (out / path.name).read_bytes() == path.read_bytes()
+
+
+def test_a_worker_that_stops_answering_is_restarted_and_the_run_completes(
+    ray_address: str, slow: SimulatorProcess, tmp_path: Path
+) -> None:
+    """A frozen worker process (SIGSTOP: alive to Ray, silent to everyone) would hold
+    its segments for ever; the watchdog restarts it and they are resubmitted."""
+    cli = Cli(ray_address, slow)
+    docs = corpus(tmp_path / "docs", 4)
+    clean = tmp_path / "clean"
+    assert cli.extract(*args(clean, docs)).returncode == 0
+
+    out = tmp_path / "out"
+    driver = start(cli, *args(out, docs, "--workers", "2"), TAGURU_RAY_WORKER_HANG_SECS="4")
+    deadline = time.monotonic() + 60
+    while units(out) < 1:
+        assert driver.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    frozen = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if "SegmentWorker" in " ".join(p.info["cmdline"] or [])
+    ]
+    assert frozen, "no SegmentWorker process found"
+    os.kill(frozen[0].pid, signal.SIGSTOP)
+    try:
+        _, stderr = driver.communicate(timeout=180)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(frozen[0].pid, signal.SIGKILL)
+    assert driver.returncode == 0, stderr
+    assert "has not answered for 4 s (TAGURU_RAY_WORKER_HANG_SECS); restarting it" in stderr
+    assert "resubmitting" in stderr
     for path in clean.glob("*.jsonl"):
         assert (out / path.name).read_bytes() == path.read_bytes()
 

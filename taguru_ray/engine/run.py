@@ -40,6 +40,7 @@ from taguru_ray.engine.scan import (
     skip_line,
 )
 from taguru_ray.engine.segment import FAILURE_PREFIX
+from taguru_ray.engine.watchdog import Watchdog
 from taguru_ray.engine.window import SKIPPED, OrderedReport, SegmentWindow
 from taguru_ray.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from taguru_ray.llm.client import ChatClient, open_session
@@ -148,16 +149,19 @@ class ExtractRun:
             SegmentWorker.options(**self._worker_placement()).remote(i, settings, self.run_id)
             for i in range(settings.workers)
         ]
+        self.watchdog = Watchdog(self.workers, settings.worker_hang_secs, self.console.err)
         self._trap_signals()
         # The early settling hands over at its next segment; the loop goes on from there.
         self._handover.set()
         await asyncio.wrap_future(self._early)
         heap.settle()  # the manifest is in: out of every later collection's walk
         watcher = asyncio.create_task(self._watch())
+        watchdog = asyncio.create_task(self.watchdog.run())
         try:
             await self._dispatch()
         finally:
             watcher.cancel()
+            watchdog.cancel()
             self.progress.clear()
         await asyncio.to_thread(self.manifest.compact)
         if diagnostics is not None:
@@ -347,9 +351,8 @@ class ExtractRun:
         """Run a segment; a worker that dies under it gets the segment resubmitted."""
         deaths: list[str] = []
         for attempt in range(RESUBMITS + 1):
-            worker = self.workers[(job.index + attempt) % len(self.workers)]
             try:
-                outcome: SegmentOutcome = await worker.run.remote(job)
+                outcome = await self._on((job.index + attempt) % len(self.workers), job)
             except WORKER_DEATHS as error:
                 deaths.append(type(error).__name__)
                 self.console.err(
@@ -383,6 +386,14 @@ class ExtractRun:
                 f"({', '.join(deaths)}) — rerun to resume from its checkpoint"
             ],
         )
+
+    async def _on(self, worker: int, job: SegmentJob) -> SegmentOutcome:
+        self.watchdog.busy[worker] += 1  # watched while it holds the segment
+        try:
+            outcome: SegmentOutcome = await self.workers[worker].run.remote(job)
+            return outcome
+        finally:
+            self.watchdog.busy[worker] -= 1
 
     def _record(self, source: str, inputs: dict[str, Any]) -> None:
         """Manifest first, then drop the checkpoint: a kill in between costs nothing."""

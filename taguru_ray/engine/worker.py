@@ -84,6 +84,10 @@ class SegmentWorker:
     async def pid(self) -> int:
         return os.getpid()
 
+    async def alive(self) -> bool:
+        """The watchdog's question: answered by this worker's event loop."""
+        return True
+
     async def run(self, job: SegmentJob) -> SegmentOutcome:
         if not self._registered:  # once per incarnation: frees a dead predecessor's permits
             self._registered = True
