@@ -86,6 +86,23 @@ def start(cli: Cli, *arguments: str, **env: str) -> subprocess.Popen[str]:
     )
 
 
+def a_worker_once_a_unit_is_checkpointed(
+    driver: subprocess.Popen[str], out: Path
+) -> psutil.Process:
+    """A SegmentWorker process of the running extract, once it has checkpointed work."""
+    deadline = time.monotonic() + 60
+    while units(out) < 1:
+        assert driver.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    workers = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if "SegmentWorker" in " ".join(p.info["cmdline"] or [])
+    ]
+    assert workers, "no SegmentWorker process found"
+    return workers[0]
+
+
 def test_sigint_lets_completions_in_flight_finish_and_exits_130(
     ray_address: str, slow: SimulatorProcess, tmp_path: Path
 ) -> None:
@@ -123,17 +140,8 @@ def test_a_worker_process_killed_mid_run_does_not_fail_the_run(
 
     out = tmp_path / "out"
     driver = start(cli, *args(out, docs, "--workers", "2"))
-    deadline = time.monotonic() + 60
-    while units(out) < 1:
-        assert driver.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
-    workers = [
-        p
-        for p in psutil.process_iter(["cmdline"])
-        if "SegmentWorker" in " ".join(p.info["cmdline"] or [])
-    ]
-    assert workers, "no SegmentWorker process found"
-    os.kill(workers[0].pid, signal.SIGKILL)
+    worker = a_worker_once_a_unit_is_checkpointed(driver, out)
+    os.kill(worker.pid, signal.SIGKILL)
     _, stderr = driver.communicate(timeout=180)
     assert driver.returncode == 0, stderr
     for path in clean.glob("*.jsonl"):
@@ -152,22 +160,13 @@ def test_a_worker_that_stops_answering_is_restarted_and_the_run_completes(
 
     out = tmp_path / "out"
     driver = start(cli, *args(out, docs, "--workers", "2"), TAGURU_RAY_WORKER_HANG_SECS="4")
-    deadline = time.monotonic() + 60
-    while units(out) < 1:
-        assert driver.poll() is None and time.monotonic() < deadline
-        time.sleep(0.05)
-    frozen = [
-        p
-        for p in psutil.process_iter(["cmdline"])
-        if "SegmentWorker" in " ".join(p.info["cmdline"] or [])
-    ]
-    assert frozen, "no SegmentWorker process found"
-    os.kill(frozen[0].pid, signal.SIGSTOP)
+    frozen = a_worker_once_a_unit_is_checkpointed(driver, out)
+    os.kill(frozen.pid, signal.SIGSTOP)
     try:
         _, stderr = driver.communicate(timeout=180)
     finally:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(frozen[0].pid, signal.SIGKILL)
+            os.kill(frozen.pid, signal.SIGKILL)
     assert driver.returncode == 0, stderr
     assert "has not answered for 4 s (TAGURU_RAY_WORKER_HANG_SECS); restarting it" in stderr
     assert "resubmitting" in stderr
