@@ -325,3 +325,65 @@ def test_adaptive_concurrency_halves_on_overload_and_never_grows_unused() -> Non
         now += 0.01
         limit.observe(0.2, "ok", 3, now)  # the run never fills the limit
     assert limit.limit == 10
+
+
+def test_a_worker_keeps_every_permit_while_nobody_else_waits() -> None:
+    async def scenario() -> tuple[int, int]:
+        p = pool(limit=4)
+        for _ in range(4):
+            await p.acquire("a", 0)
+        alone = p.keep("a")
+        waiting = asyncio.ensure_future(p.acquire("b", 0))
+        await asyncio.sleep(0)
+        shared = p.keep("a")
+        waiting.cancel()
+        return alone, shared
+
+    # With b waiting, a keeps its fair share: its extra permits go back through the queue.
+    assert asyncio.run(scenario()) == (4, 2)
+
+
+def test_no_permit_is_kept_under_a_ceiling_a_pause_or_a_stop() -> None:
+    async def scenario() -> list[int]:
+        ceiling = pool(rpm=100)
+        await ceiling.acquire("a", 0)
+        paused = pool(limit=4)
+        lease = await paused.acquire("a", 0)
+        await paused.release(lease.lease_id, Usage("http_429", 0.01, retry_after=30))
+        await paused.acquire("a", 0)
+        stopped = pool(limit=4)
+        await stopped.acquire("a", 0)
+        await stopped.stop()
+        return [ceiling.keep("a"), paused.keep("a"), stopped.keep("a")]
+
+    assert asyncio.run(scenario()) == [0, 0, 0]
+
+
+def test_a_lower_limit_makes_a_worker_give_back_the_excess() -> None:
+    async def scenario() -> int:
+        p = pool(limit=None)  # adaptive
+        assert p.adaptive is not None
+        for _ in range(8):
+            await p.acquire("a", 0)
+        p.adaptive.limit = 5
+        return p.keep("a")
+
+    assert asyncio.run(scenario()) == 5
+
+
+def test_a_kept_permits_outcome_counts_as_a_release_would_and_keeps_the_permit() -> None:
+    async def scenario() -> tuple[int, dict[str, int], int, int]:
+        p = pool(limit=2)
+        lease = await p.acquire("a", 0)
+        p.renew(lease.endpoint, Usage("ok", 0.2, 30, 7), ago=0.05)
+        await p.release(lease.lease_id, Usage("ok", 0.2, 1, 1))  # the next request's
+        p.renew(lease.endpoint, Usage("ok", 0.2, 2, 2))  # a late report: still counted
+        return p.in_flight, dict(p.outcomes), p.input_tokens, p.endpoints[0].completions
+
+    assert asyncio.run(scenario()) == (0, {"ok": 3}, 33, 3)
+
+
+def test_attempts_are_numbered_in_blocks_without_gaps() -> None:
+    p = pool()
+    assert [p.next_attempt_seq(), p.next_attempt_seqs(3), p.next_attempt_seqs(2)] == [1, 2, 5]
+    assert p.attempt_seq == 6

@@ -14,6 +14,7 @@ def test_many_requests_share_few_permits_numbered_once_each(ray_address: str) ->
     gateway = Gateway.remote(["http://unused"], 4)  # type: ignore[attr-defined]
     on_wire = {"now": 0, "max": 0}
     seqs: list[int] = []
+    total = 3 * ASKING + 10
 
     async def scenario() -> dict:
         admission = GatewayAdmission(gateway, 0)
@@ -23,21 +24,20 @@ def test_many_requests_share_few_permits_numbered_once_each(ray_address: str) ->
             lease, _, seq = await admission.acquire(10, True)
             on_wire["now"] += 1
             on_wire["max"] = max(on_wire["max"], on_wire["now"])
-            seqs.append(seq or 0)
             await asyncio.sleep(0.01)
             on_wire["now"] -= 1
             await admission.release(lease, Usage("ok", 0.01, 5, 5))
+            seqs.append(await seq)  # numbered by the worker's next report
 
         await asyncio.gather(*(request() for _ in range(3 * ASKING + 10)))
-        for _ in range(100):  # the last releases are not awaited
+        for _ in range(100):  # the last releases and reports are not awaited
             stats = await gateway.stats.remote()
-            if stats["in_flight"] == 0:
+            if stats["in_flight"] == 0 and sum(stats["outcomes"].values()) == total:
                 return stats
             await asyncio.sleep(0.05)
         return await gateway.stats.remote()
 
     stats = asyncio.run(scenario())
-    total = 3 * ASKING + 10
     assert on_wire["max"] <= 4
     assert sorted(seqs) == list(range(1, total + 1))  # every attempt numbered, once
     assert stats["in_flight"] == 0 and stats["outcomes"] == {"ok": total}
@@ -52,11 +52,31 @@ def test_a_stop_refuses_every_request_waiting_at_the_worker(ray_address: str) ->
         waiting = [asyncio.ensure_future(admission.acquire(0, False)) for _ in range(ASKING + 3)]
         await asyncio.sleep(0.2)
         await gateway.stop.remote()
+        admission.halt()  # the driver tells the gateway and every worker (ExtractRun)
         await admission.release(lease, Usage("ok", 0.01))
         done = await asyncio.wait_for(asyncio.gather(*waiting, return_exceptions=True), 10)
         return [type(result).__name__ for result in done]
 
     assert set(asyncio.run(scenario())) == {Stopped.__name__}
+
+
+def test_a_worker_learns_of_a_stop_from_its_next_report(ray_address: str) -> None:
+    """Without the driver's word, a kept permit may start one more request; the report
+    that request's number comes with says the run stops, and the rest are refused."""
+    gateway = Gateway.remote(["http://unused"], 1)  # type: ignore[attr-defined]
+
+    async def scenario() -> list[str]:
+        admission = GatewayAdmission(gateway, 0)
+        lease, _, _ = await admission.acquire(0, True)
+        waiting = [asyncio.ensure_future(admission.acquire(0, True)) for _ in range(ASKING + 3)]
+        await asyncio.sleep(0.2)
+        await gateway.stop.remote()
+        await admission.release(lease, Usage("ok", 0.01))
+        done = await asyncio.wait_for(asyncio.gather(*waiting, return_exceptions=True), 10)
+        return [type(result).__name__ for result in done]
+
+    outcomes = asyncio.run(scenario())
+    assert outcomes.count(Stopped.__name__) >= len(outcomes) - 1
 
 
 def test_a_permit_granted_to_a_cancelled_request_goes_back_unused(ray_address: str) -> None:

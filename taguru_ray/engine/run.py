@@ -419,6 +419,8 @@ class ExtractRun:
             "nothing new starts (a second Ctrl+C stops at once)"
         )
         self.gateway.stop.remote()
+        for worker in self.workers:  # their kept permits, which the gateway does not see
+            worker.halt.remote()
 
     async def _watch(self) -> None:
         """The progress display, and a line each time the adaptive limit moves."""
@@ -455,6 +457,9 @@ class ExtractRun:
             f"of {tally.total} segment(s){tail}"
         )
         try:
+            # Outcomes on kept permits reach the gateway in batches: the last ones first.
+            flushes = (worker.flush.remote() for worker in self.workers)
+            await asyncio.gather(*flushes, return_exceptions=True)  # a dead one has no say
             stats = await self.gateway.stats.remote()
         except ray.exceptions.RayError:
             stats = {}

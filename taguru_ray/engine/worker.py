@@ -84,6 +84,14 @@ class SegmentWorker:
     async def pid(self) -> int:
         return os.getpid()
 
+    async def halt(self) -> None:
+        """The run stops: no request of this worker starts on a kept permit any more."""
+        self._admission.halt()
+
+    async def flush(self) -> None:
+        """Report what the gateway has not heard yet (the run's totals read it next)."""
+        await self._admission.flush()
+
     async def alive(self) -> bool:
         """The watchdog's question: answered by this worker's event loop."""
         return True

@@ -108,6 +108,8 @@ class PermitPool:
     output_tokens: int = 0
     attempt_seq: int = 0
     _leases: dict[int, Lease] = field(default_factory=dict)
+    _held: Counter[str] = field(default_factory=Counter)  # permits by worker
+    _observed: float = 0.0  # the latest completion fed to the adaptive controller
     _requests: deque[float] = field(default_factory=deque)
     _tokens: deque[tuple[float, int]] = field(default_factory=deque)
     _ids: itertools.count[int] = field(default_factory=itertools.count)
@@ -229,6 +231,7 @@ class PermitPool:
         self._leases[lease.lease_id] = lease
         self.endpoints[index].in_flight += 1
         self.in_flight += 1
+        self._held[worker] += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         self._requests.append(now)
         if tokens:
@@ -254,11 +257,46 @@ class PermitPool:
     def _free(self, lease: Lease) -> None:
         self.endpoints[lease.endpoint].in_flight -= 1
         self.in_flight -= 1
+        self._held[lease.worker] -= 1
+        if self._held[lease.worker] <= 0:
+            del self._held[lease.worker]
+
+    def renew(self, endpoint: int, usage: Usage, ago: float = 0.0) -> None:
+        """A request on a kept permit finished `ago` seconds before this report, and the
+        worker already sent its next request on the same permit (`keep`, ADR 0017): its
+        outcome counts as a release's would, but the permit stays out (or went back
+        since, with a later request's outcome)."""
+        if 0 <= endpoint < len(self.endpoints):
+            self._account(endpoint, usage, self.clock() - max(ago, 0.0), self.in_flight)
+
+    def keep(self, worker: str) -> int:
+        """How many permits `worker` may keep for its next requests without asking.
+
+        None while a rate ceiling counts each request, an endpoint is paused or
+        rested, or the run stops: every request then goes through the queue here.
+        Otherwise all of them, unless another worker waits here, when a fair share;
+        and when the limit fell below what is out, what is out less the excess."""
+        now = self.clock()
+        if self.stopped or self.rpm or self.tpm:
+            return 0
+        if any(not endpoint.ready(now) for endpoint in self.endpoints):
+            return 0
+        limit = self.current_limit
+        held = self._held.get(worker, 0)
+        if self.in_flight > limit:
+            return max(held - (self.in_flight - limit), 0)
+        others = {w.worker for w in self._queue if not w.future.done()} - {worker}
+        if not others:
+            return limit
+        return -(-limit // len(others | set(self._held) | {worker}))
 
     def _settle(self, lease: Lease, usage: Usage) -> None:
-        now = self.clock()
-        endpoint = self.endpoints[lease.endpoint]
         self._free(lease)
+        self._account(lease.endpoint, usage, self.clock(), self.in_flight + 1)
+
+    def _account(self, index: int, usage: Usage, now: float, in_flight: int) -> None:
+        """What a finished request tells the pool: counts, endpoint health, the limit."""
+        endpoint = self.endpoints[index]
         self.outcomes[usage.outcome] += 1
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
@@ -275,7 +313,9 @@ class PermitPool:
                 endpoint.rests += 1
                 endpoint.failures = 0
         if self.adaptive is not None:
-            self.adaptive.observe(usage.latency_seconds, usage.outcome, self.in_flight + 1, now)
+            # Reports arrive in batches: never feed the controller time running backwards.
+            self._observed = max(self._observed, now)
+            self.adaptive.observe(usage.latency_seconds, usage.outcome, in_flight, self._observed)
 
     def register(self, index: int, incarnation: str) -> None:
         """A worker (re)started: leases of its previous incarnation died with it."""
@@ -294,6 +334,12 @@ class PermitPool:
     def next_attempt_seq(self) -> int:
         self.attempt_seq += 1
         return self.attempt_seq
+
+    def next_attempt_seqs(self, count: int) -> int:
+        """Number `count` attempts in a row; returns the first one's attempt_seq."""
+        first = self.attempt_seq + 1
+        self.attempt_seq += count
+        return first
 
     async def stop(self) -> None:
         """Refuse every permit from now on, to the callers waiting too."""

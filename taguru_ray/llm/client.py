@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -27,6 +27,7 @@ from taguru_ray.llm.retry import (
 )
 
 Message = dict[str, str]
+Seq = int | Awaitable[int]  # an attempt_seq, or one on its way
 
 
 @dataclass(frozen=True)
@@ -77,12 +78,12 @@ class Admission(Protocol):
     """Run-wide admission control: a permit per HTTP request on the wire.
 
     `acquire` returns (lease id, index of the endpoint to send to, and — when
-    `want_seq`, on an attempt's first try — its run-wide `attempt_seq`, so the
-    attempt is numbered in issue order without a call of its own); it may
-    raise `admission.Stopped` when the run is stopping.
+    `want_seq`, on an attempt's first try — its run-wide `attempt_seq`, or an
+    awaitable of it, so the attempt is numbered in issue order without a call
+    of its own); it may raise `admission.Stopped` when the run is stopping.
     """
 
-    async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, int | None]: ...
+    async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, Seq | None]: ...
 
     async def release(self, lease_id: int, usage: Usage) -> None: ...
 
@@ -90,7 +91,7 @@ class Admission(Protocol):
 class Unlimited:
     """Admission for tests and single-process use: never waits, always the first endpoint."""
 
-    async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, int | None]:
+    async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, Seq | None]:
         return 0, 0, None
 
     async def release(self, lease_id: int, usage: Usage) -> None:
@@ -167,7 +168,7 @@ class ChatClient:
             body["max_tokens"] = request.max_tokens
         started = self._clock()
         tries = 0
-        numbered: list[int] = []  # this call's attempt_seq, set by its first try
+        numbered: list[Seq] = []  # this call's attempt_seq, set by its first try
         try:
             async for attempt in transport_retrying(retry_timeouts=request.retry_timeouts):
                 with attempt:
@@ -191,7 +192,7 @@ class ChatClient:
             return self._failed("transport", message, tries, started, None, numbered)
         return self._answer(payload, tries, started, numbered)
 
-    async def _post(self, body: dict[str, Any], tokens: int, numbered: list[int]) -> dict[str, Any]:
+    async def _post(self, body: dict[str, Any], tokens: int, numbered: list[Seq]) -> dict[str, Any]:
         # Compact and UTF-8 as sent by the OpenAI clients (and by httpx's json=).
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         lease, endpoint, seq = await self._admission.acquire(tokens, not numbered)
@@ -235,6 +236,8 @@ class ChatClient:
             raise CompletionTimeout() from None
         finally:
             await self._admission.release(lease, usage)
+            if numbered and not isinstance(numbered[0], int):
+                numbered[0] = await numbered[0]  # numbered while the request was out
 
     def _failed(
         self,
@@ -243,7 +246,7 @@ class ChatClient:
         tries: int,
         started: float,
         status: int | None = None,
-        numbered: list[int] | None = None,
+        numbered: list[Seq] | None = None,
     ) -> Completion:
         return Completion(
             outcome=outcome,
@@ -251,11 +254,11 @@ class ChatClient:
             elapsed_seconds=self._clock() - started,
             error=error,
             status=status,
-            attempt_seq=numbered[0] if numbered else None,
+            attempt_seq=_seq(numbered),
         )
 
     def _answer(
-        self, payload: dict[str, Any], tries: int, started: float, numbered: list[int]
+        self, payload: dict[str, Any], tries: int, started: float, numbered: list[Seq]
     ) -> Completion:
         choices = payload.get("choices")
         choice = choices[0] if isinstance(choices, list) and choices else {}
@@ -276,8 +279,13 @@ class ChatClient:
             total_tokens=_int(usage.get("total_tokens")),
             transport_retries=tries - 1,
             elapsed_seconds=self._clock() - started,
-            attempt_seq=numbered[0] if numbered else None,
+            attempt_seq=_seq(numbered),
         )
+
+
+def _seq(numbered: list[Seq] | None) -> int | None:
+    """The attempt's number: resolved by the end of its first try (`_post`)."""
+    return numbered[0] if numbered and isinstance(numbered[0], int) else None
 
 
 def _estimate_tokens(request: CompletionRequest) -> int:

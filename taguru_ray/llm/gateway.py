@@ -17,6 +17,7 @@ import asyncio
 import heapq
 import itertools
 import secrets
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,10 @@ from taguru_ray.llm.client import Usage
 from taguru_ray.llm.ladder import RungState
 
 ASKING = 8  # a worker's requests asking the gateway on their own at once (swaps aside)
+REPORT_S = 0.05  # how long a worker gathers kept permits' outcomes before reporting them
+
+# (lease id, endpoint index, attempt_seq when asked, the rung, permits the worker may keep)
+Grant = tuple[int, int, int | None, str | None, int]
 
 
 @ray.remote(num_cpus=0, max_concurrency=100_000)
@@ -55,19 +60,21 @@ class Gateway:
 
     async def acquire(
         self, worker: str, tokens: int, want_seq: bool = False, priority: int = 0
-    ) -> tuple[int, int, int | None, str | None] | None:
-        """(lease id, endpoint index, attempt_seq when asked, the rung now), or None once
-        stopping. The rung rides along so a worker's rung port needs no call of its own."""
+    ) -> Grant | None:
+        """(lease id, endpoint index, attempt_seq when asked, the rung now, how many
+        permits the worker may keep), or None once stopping. The rung rides along so a
+        worker's rung port needs no call of its own."""
         try:
             lease = await self._pool.acquire(worker, tokens, priority)
         except Stopped:
             return None
         return self._grant(lease, want_seq)
 
-    def _grant(self, lease: Lease, want_seq: bool) -> tuple[int, int, int | None, str | None]:
+    def _grant(self, lease: Lease, want_seq: bool) -> Grant:
         metrics.in_flight(self._pool.in_flight)
         seq = self._pool.next_attempt_seq() if want_seq else None
-        return lease.lease_id, lease.endpoint, seq, self._rung.rung if self._rung else None
+        keep = self._pool.keep(lease.worker)
+        return lease.lease_id, lease.endpoint, seq, self._rung.rung if self._rung else None, keep
 
     async def release(self, lease_id: int, usage: tuple[Any, ...]) -> None:
         """`usage` is a Usage's fields as a plain tuple: msgpack on the wire, not pickle."""
@@ -86,7 +93,7 @@ class Gateway:
         tokens: int,
         want_seq: bool,
         priority: int = 0,
-    ) -> tuple[int, int, int | None, str | None] | None:
+    ) -> Grant | None:
         """`release` and `acquire` in one call, for a worker with another request waiting:
         a grant in turn (the oldest segment's request first, this one included), or None
         once stopping."""
@@ -99,6 +106,21 @@ class Gateway:
         finally:
             self._report(done)
         return self._grant(lease, want_seq)
+
+    async def report(
+        self, worker: str, kept: list[tuple[int, tuple[Any, ...], float]], seqs: int
+    ) -> tuple[int | None, int, bool, str | None]:
+        """A worker's batch: requests that finished on permits it kept (endpoint index,
+        usage fields, seconds ago) and how many attempts it issued since its last report.
+        Answers (the first of `seqs` new attempt_seqs, how many permits it may keep now,
+        whether the run stops, the rung now)."""
+        for endpoint, usage, ago in kept:
+            done = Usage(*usage)
+            self._pool.renew(endpoint, done, ago)
+            self._report(done)
+        first = self._pool.next_attempt_seqs(seqs) if seqs else None
+        keep = self._pool.keep(worker)
+        return first, keep, self._pool.stopped, self._rung.rung if self._rung else None
 
     async def give_back(self, lease_id: int) -> None:
         """A permit granted to a request that was cancelled before it could use it."""
@@ -141,46 +163,69 @@ class _Waiter:
 class GatewayAdmission:
     """The client-side `Admission` over a Gateway actor handle, for one worker.
 
-    A finished request whose worker has other requests waiting returns its permit
-    and takes the next one in one call (`Gateway.swap`), instead of a release and
-    another acquire: one actor call per completion, not two. The gateway still
-    grants every permit, numbers every attempt and holds every pause, ceiling and
-    stop. Requests go oldest segment first (ADR 0016), here and at the gateway:
-    the permit a swap returns goes to the oldest request waiting, of any worker,
-    the swap's own included. Besides the swaps, at most ASKING of a worker's
-    requests (its oldest) ask the gateway on their own; the others wait here.
+    The gateway grants every permit, holds every pause, ceiling and stop, and
+    numbers every attempt; how a worker talks to it is built to cost few calls:
+
+    - **Kept permits** (ADR 0017). A request that finished well, in a worker
+      with another request waiting, passes its permit straight to that request
+      (the oldest waiting, as the gateway would have chosen). Its outcome is
+      reported in a batch (`Gateway.report`) within REPORT_S, and the reply says
+      how many permits the worker may keep: none while a rate ceiling counts
+      requests, an endpoint is paused or rested, or the run stops; a fair share
+      when another worker waits; fewer when the adaptive limit fell. A permit
+      the worker may not keep goes back through the gateway's queue.
+    - **A swap instead of a release and an acquire**: a permit going back while
+      a request waits here is returned and asked for again in one call.
+    - Besides the swaps, at most ASKING of a worker's requests (its oldest) ask
+      the gateway on their own; the others wait here. Requests go oldest segment
+      first (ADR 0016), here and at the gateway.
+    - **Attempts are numbered in the reports**: an attempt's `attempt_seq`
+      arrives with the next report after it was issued, in this worker's issue
+      order, and is awaited only when the attempt is done.
     """
 
     def __init__(self, gateway: Any, index: int) -> None:
         self._gateway = gateway
         self._index = index
         self.incarnation = f"{index}-{secrets.token_hex(4)}"
-        self.rung_seen: tuple[str | None] | None = None  # the rung the last grant carried
-        self._asking = 0  # calls at the gateway that will bring a permit (acquire, swap)
-        self._queue: list[_Waiter] = []  # a heap
+        self.rung_seen: tuple[str | None] | None = None  # the rung the last word carried
+        self._asking: list[_Waiter] = []  # waiting for a gateway call (acquire, swap)
+        self._queue: list[_Waiter] = []  # a heap: waiting here
         self._order = itertools.count()
         self._stopped = False
         self._tasks: set[asyncio.Task[None]] = set()
+        self._held: dict[int, int] = {}  # lease id → endpoint, for every permit held here
+        self._keep = 0  # how many permits this worker may keep: the gateway's last word
+        self._kept: list[tuple[int, tuple[Any, ...], float]] = []  # (endpoint, usage, when)
+        self._numbering: list[asyncio.Future[int]] = []  # issued, awaiting attempt_seq
+        self._reporting: asyncio.Task[None] | None = None
 
     async def register(self) -> None:
         """Tell the gateway this worker (re)started, freeing a dead predecessor's permits."""
         await self._gateway.register.remote(self._index, self.incarnation)
 
-    async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, int | None]:
+    async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, Any]:
         if self._stopped:
             raise Stopped()
         future = asyncio.get_running_loop().create_future()
         waiter = _Waiter(priority(), next(self._order), tokens, want_seq, future)
         heapq.heappush(self._queue, waiter)
         self._ask()
-        return self._take(await waiter.future)
+        return self._take(await waiter.future, want_seq)
 
-    def _take(self, granted: Any) -> tuple[int, int, int | None]:
+    def _take(self, granted: Any, want_seq: bool) -> tuple[int, int, Any]:
         if granted is None:
             raise Stopped()
-        lease, endpoint, seq, rung = granted
+        lease, endpoint, _, rung, keep = granted
         self.rung_seen = (rung,)
-        return lease, endpoint, seq
+        self._keep = keep
+        self._held[lease] = endpoint
+        if not want_seq:
+            return lease, endpoint, None
+        number = asyncio.get_running_loop().create_future()
+        self._numbering.append(number)
+        self._schedule_report()
+        return lease, endpoint, number
 
     def _next_waiter(self) -> _Waiter | None:
         while self._queue:
@@ -189,19 +234,30 @@ class GatewayAdmission:
                 return waiter
         return None
 
+    def _oldest_waiter(self) -> _Waiter | None:
+        """The oldest request waiting, here or asking the gateway; a kept permit serves
+        it (an asking request's grant, when it comes, goes to the next one)."""
+        while self._queue and self._queue[0].future.done():
+            heapq.heappop(self._queue)
+        asking = [waiter for waiter in self._asking if not waiter.future.done()]
+        oldest = min(asking, default=None)
+        if self._queue and (oldest is None or self._queue[0] < oldest):
+            return heapq.heappop(self._queue)
+        return oldest
+
     def _ask(self) -> None:
         """Send waiters to the gateway until ASKING of them are there."""
-        while self._asking < ASKING and not self._stopped:
+        while len(self._asking) < ASKING and not self._stopped:
             waiter = self._next_waiter()
             if waiter is None:
                 return
             call = self._gateway.acquire.remote(
-                self.incarnation, waiter.tokens, waiter.want_seq, waiter.priority
+                self.incarnation, waiter.tokens, False, waiter.priority
             )
-            self._spawn(self._deliver(call, waiter))
+            self._spawn(self._deliver(call, waiter), waiter)
 
-    def _spawn(self, coroutine: Any) -> None:
-        self._asking += 1
+    def _spawn(self, coroutine: Any, waiter: _Waiter) -> None:
+        self._asking.append(waiter)
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -212,12 +268,16 @@ class GatewayAdmission:
             try:
                 granted = await call
             finally:
-                self._asking -= 1
+                self._asking.remove(waiter)
             if granted is None:
                 self._stop()
-            if waiter.future.done():  # cancelled meanwhile: the permit goes back unused
+            if waiter.future.done():  # served by a kept permit, or cancelled, meanwhile
                 if granted is not None:
-                    self._gateway.give_back.remote(granted[0])
+                    other = self._next_waiter()
+                    if other is not None:
+                        other.future.set_result(granted)
+                    else:
+                        self._gateway.give_back.remote(granted[0])
                 return
             waiter.future.set_result(granted)
         except Exception as error:  # the gateway is gone: the waiter's request fails
@@ -229,10 +289,16 @@ class GatewayAdmission:
     def _stop(self) -> None:
         """The run is stopping: every request waiting here is refused at once."""
         self._stopped = True
+        self._keep = 0
         queue, self._queue = self._queue, []
         for waiter in queue:
             if not waiter.future.done():
                 waiter.future.set_result(None)
+
+    def halt(self) -> None:
+        """The driver's word that the run stops: nothing new starts on a kept permit
+        while the gateway's own word is on its way."""
+        self._stop()
 
     async def release(self, lease_id: int, usage: Usage) -> None:
         # Never awaited on the gateway: the request it belonged to is already done.
@@ -243,14 +309,66 @@ class GatewayAdmission:
             usage.output_tokens,
             usage.retry_after,
         )
+        endpoint = self._held.get(lease_id)
+        if (
+            endpoint is not None
+            and usage.outcome == "ok"
+            and len(self._held) <= self._keep
+            and not self._stopped
+        ):
+            waiter = self._oldest_waiter()
+            if waiter is not None:
+                self._kept.append((endpoint, fields, time.monotonic()))
+                self._schedule_report()
+                rung = self.rung_seen[0] if self.rung_seen else None
+                waiter.future.set_result((lease_id, endpoint, None, rung, self._keep))
+                return
+        self._held.pop(lease_id, None)
         waiter = None if self._stopped else self._next_waiter()
         if waiter is None:
             self._gateway.release.remote(lease_id, fields)
             return
         call = self._gateway.swap.remote(
-            lease_id, fields, self.incarnation, waiter.tokens, waiter.want_seq, waiter.priority
+            lease_id, fields, self.incarnation, waiter.tokens, False, waiter.priority
         )
-        self._spawn(self._deliver(call, waiter))
+        self._spawn(self._deliver(call, waiter), waiter)
+
+    async def flush(self) -> None:
+        """Wait until every outcome and number this worker holds has been reported."""
+        while self._reporting is not None and not self._reporting.done():
+            await asyncio.shield(self._reporting)
+
+    def _schedule_report(self) -> None:
+        if self._reporting is None or self._reporting.done():
+            self._reporting = asyncio.ensure_future(self._report())
+
+    async def _report(self) -> None:
+        """Every REPORT_S while there is something to say: kept permits' outcomes, and
+        the attempts issued since, to be numbered."""
+        while True:
+            await asyncio.sleep(REPORT_S)
+            if not (self._kept or self._numbering):
+                return
+            kept, self._kept = self._kept, []
+            numbering, self._numbering = self._numbering, []
+            now = time.monotonic()
+            batch = [(endpoint, fields, now - at) for endpoint, fields, at in kept]
+            try:
+                first, keep, stopped, rung = await self._gateway.report.remote(
+                    self.incarnation, batch, len(numbering)
+                )
+            except Exception as error:  # the gateway is gone: so is the run
+                for number in numbering:
+                    if not number.done():
+                        number.set_exception(error)
+                return
+            for offset, number in enumerate(numbering):
+                if not number.done():
+                    number.set_result(first + offset)
+            self.rung_seen = (rung,)
+            self._keep = 0 if self._stopped else keep
+            if stopped:
+                self._stop()
 
     async def next_attempt_seq(self) -> int:
         return int(await self._gateway.next_attempt_seq.remote())
