@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
+
+import pytest
 
 from taguru_ray.llm.admission import PermitPool
-from taguru_ray.llm.client import ChatClient, Completion, CompletionRequest, Usage, open_session
+from taguru_ray.llm.client import (
+    ChatClient,
+    Completion,
+    CompletionRequest,
+    Route,
+    Usage,
+    open_session,
+)
 from taguru_ray.simulate.harness import SimulatorProcess
 
 REQUEST = CompletionRequest(
@@ -85,3 +95,33 @@ def test_a_stall_past_the_timeout_is_retried_then_reported(simulator: SimulatorP
     completion = complete(simulator.chat_url, timeout=0.3)
     assert completion.outcome == "timeout"
     assert completion.error is not None and "TAGURU_EXTRACT_TIMEOUT_SECS" in completion.error
+
+
+def test_proxies_and_netrc_come_from_the_environment_once_per_endpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine gpu-1 login user password secret\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    monkeypatch.setenv("HTTP_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv("NO_PROXY", "gpu-2")
+    proxied = Route.from_environment("http://gpu-1:8000/v1/chat/completions", api_key=False)
+    bypassed = Route.from_environment("http://gpu-2:8000/v1/chat/completions", api_key=False)
+    keyed = Route.from_environment("http://gpu-1:8000/v1/chat/completions", api_key=True)
+    assert str(proxied.proxy) == "http://proxy.internal:3128"
+    assert proxied.auth is not None and proxied.auth.login == "user"
+    assert bypassed.proxy is None and bypassed.auth is None
+    assert keyed.auth is None  # the Bearer key is the credential; netrc is not mixed in
+
+
+def test_a_request_goes_through_the_proxy_the_environment_names(
+    simulator: SimulatorProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The simulator stands in for the proxy: it serves the absolute-form request it is
+    # sent, for a model host that does not resolve.
+    monkeypatch.setenv("HTTP_PROXY", simulator.root_url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    completion = complete("http://model.invalid:8000/v1", admission=PoolAdmission(4))
+    assert completion.outcome == "answer", completion.error

@@ -10,6 +10,7 @@ an exception: the caller classifies it into an attempt state.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -17,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import aiohttp
+from aiohttp.helpers import basicauth_from_netrc, get_env_proxy_for_url, netrc_from_env
+from yarl import URL
 
 from taguru_ray.llm.retry import (
     TRANSPORT_TRIES,
@@ -110,14 +113,39 @@ def open_session() -> aiohttp.ClientSession:
     """The HTTP session completions go through; call inside the event loop that uses it.
 
     No total timeout (each try is bounded by TAGURU_EXTRACT_TIMEOUT_SECS here) and
-    no connection cap (admission control bounds what is on the wire); proxies and
-    CA settings come from the environment, as httpx and the OpenAI SDK read them.
+    no connection cap (admission control bounds what is on the wire). Proxies and
+    netrc credentials come from the environment, read once per endpoint by
+    `ChatClient` (`from_environment`): aiohttp's `trust_env` reads them again on
+    every request, each time on a thread of its own.
     """
     return aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=0),
         timeout=aiohttp.ClientTimeout(total=None),
-        trust_env=True,
     )
+
+
+@dataclass(frozen=True)
+class Route:
+    """How requests reach one endpoint: its URL, and what the environment adds."""
+
+    url: str
+    proxy: URL | None = None
+    proxy_auth: aiohttp.BasicAuth | None = None
+    auth: aiohttp.BasicAuth | None = None  # from ~/.netrc (NETRC), when no API key is set
+
+    @classmethod
+    def from_environment(cls, url: str, *, api_key: bool) -> Route:
+        """What aiohttp's `trust_env` would apply: HTTP(S)_PROXY unless NO_PROXY names
+        the host, and the host's netrc entry unless a Bearer key is sent."""
+        target = URL(url)
+        proxy, proxy_auth = None, None
+        with contextlib.suppress(LookupError):
+            proxy, proxy_auth = get_env_proxy_for_url(target)
+        auth = None
+        if not api_key and target.host is not None:
+            with contextlib.suppress(LookupError):
+                auth = basicauth_from_netrc(netrc_from_env(), target.host)
+        return cls(url, proxy, proxy_auth, auth)
 
 
 def endpoint_url(url: str) -> str:
@@ -147,7 +175,10 @@ class ChatClient:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._http = http
-        self._urls = [endpoint_url(u) for u in ([url] if isinstance(url, str) else url)]
+        self._routes = [
+            Route.from_environment(endpoint_url(u), api_key=bool(api_key))
+            for u in ([url] if isinstance(url, str) else url)
+        ]
         self._model = model
         self._headers = {"Content-Type": "application/json"}
         if api_key:
@@ -198,12 +229,20 @@ class ChatClient:
         lease, endpoint, seq = await self._admission.acquire(tokens, not numbered)
         if seq is not None:
             numbered.append(seq)
+        route = self._routes[endpoint]
         began = self._clock()
         usage = Usage("transport", 0.0)
         try:
             async with (
                 asyncio.timeout(self._timeout),
-                self._http.post(self._urls[endpoint], data=data, headers=self._headers) as response,
+                self._http.post(
+                    route.url,
+                    data=data,
+                    headers=self._headers,
+                    proxy=route.proxy,
+                    proxy_auth=route.proxy_auth,
+                    auth=route.auth,
+                ) as response,
             ):
                 status = response.status
                 retry_header = response.headers.get("retry-after")
