@@ -387,3 +387,21 @@ def test_attempts_are_numbered_in_blocks_without_gaps() -> None:
     p = pool()
     assert [p.next_attempt_seq(), p.next_attempt_seqs(3), p.next_attempt_seqs(2)] == [1, 2, 5]
     assert p.attempt_seq == 6
+
+
+def test_a_report_grants_what_a_risen_limit_allows() -> None:
+    """With every permit kept, reports are the only news the pool gets: a limit the
+    controller raised on them must reach the requests waiting at once."""
+
+    async def scenario() -> bool:
+        p = pool(limit=None)
+        assert p.adaptive is not None
+        held = [await p.acquire("a", 0) for _ in range(p.adaptive.limit)]
+        waiting = asyncio.ensure_future(p.acquire("a", 0))
+        await asyncio.sleep(0)
+        p.adaptive.limit += 1
+        p.renew(held[0].endpoint, OK)
+        await asyncio.sleep(0)
+        return waiting.done()
+
+    assert asyncio.run(scenario())

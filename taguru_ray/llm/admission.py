@@ -268,6 +268,7 @@ class PermitPool:
         since, with a later request's outcome)."""
         if 0 <= endpoint < len(self.endpoints):
             self._account(endpoint, usage, self.clock() - max(ago, 0.0), self.in_flight)
+            self._dispatch()  # the adaptive limit may have risen: grant what it allows
 
     def keep(self, worker: str) -> int:
         """How many permits `worker` may keep for its next requests without asking.
