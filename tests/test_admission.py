@@ -405,3 +405,17 @@ def test_a_report_grants_what_a_risen_limit_allows() -> None:
         return waiting.done()
 
     assert asyncio.run(scenario())
+
+
+def test_slow_start_ends_at_the_level_the_run_fills_when_it_stops_filling_more() -> None:
+    """A CPU-bound client: latency never rises, because the client cannot send more
+    than about 80 at once. Slow start must not sit at a ceiling the run never fills
+    (its bursts overrun the server); it holds the level the run keeps full."""
+    limit = AdaptiveLimit()
+    now = _feed(limit, 32, 0.2, 160.0, 0.0)
+    now = _feed(limit, 64, 0.2, 300.0, now)
+    assert limit.limit == 128 and limit.slow_start
+    for _ in range(128):
+        now += 1 / 300
+        limit.observe(0.2, "ok", 80, now)  # the run fills 80 of 128 at most
+    assert not limit.slow_start and limit.limit == 89 and limit.held == 89

@@ -31,6 +31,7 @@ caller's: this module does no I/O.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import deque
 from dataclasses import dataclass, field
@@ -108,7 +109,7 @@ class AdaptiveLimit:
         self._first, self._peak, self._held_sum = None, 0, 0
         self.baseline = median if self.baseline is None else min(self.baseline, median)
         if self.slow_start:
-            self._slow_start_window(median, binding)
+            self._slow_start_window(median, binding, mean)
         else:
             self._probing_window(median, rate, binding)
 
@@ -117,7 +118,7 @@ class AdaptiveLimit:
             return max(self.limit, START)
         return max(2 * self.limit, MIN_WINDOW)
 
-    def _slow_start_window(self, median: float, binding: bool) -> None:
+    def _slow_start_window(self, median: float, binding: bool, mean: float) -> None:
         rise = median / (self.baseline or median)
         if rise > HICCUP and not self._hiccup:
             self._hiccup = True
@@ -130,6 +131,14 @@ class AdaptiveLimit:
             return
         if binding:
             self._set(min(CEILING, self.limit * 2), median, None, settle=False)
+            return
+        if self.changes:
+            # The run no longer fills what slow start offers (a CPU-bound client, a
+            # narrow --segment-window): hold the level it did keep full, not a ceiling
+            # its bursts would overrun, and let the probes judge it by throughput.
+            self.slow_start = False
+            level = max(FLOOR, min(self.limit, math.ceil(mean / FULL)))
+            self._commit(level, median, then=DOWN, holds=HOLD_WINDOWS)
 
     def _probing_window(self, median: float, rate: float | None, binding: bool) -> None:
         if rate is None:
