@@ -43,39 +43,37 @@ def test_many_requests_share_few_permits_numbered_once_each(ray_address: str) ->
     assert stats["in_flight"] == 0 and stats["outcomes"] == {"ok": total}
 
 
-def test_a_stop_refuses_every_request_waiting_at_the_worker(ray_address: str) -> None:
+def _waiting_through_a_stop(*, halt: bool, numbered: bool) -> list[str]:
+    """A worker holding the one permit, with more requests waiting than ASKING, when
+    the gateway stops (and, with `halt`, the worker is told too); then the permit's
+    request ends well. What became of each waiting request."""
     gateway = Gateway.remote(["http://unused"], 1)  # type: ignore[attr-defined]
 
     async def scenario() -> list[str]:
         admission = GatewayAdmission(gateway, 0)
-        lease, _, _ = await admission.acquire(0, False)
-        waiting = [asyncio.ensure_future(admission.acquire(0, False)) for _ in range(ASKING + 3)]
+        lease, _, _ = await admission.acquire(0, numbered)
+        waiting = [asyncio.ensure_future(admission.acquire(0, numbered)) for _ in range(ASKING + 3)]
         await asyncio.sleep(0.2)
         await gateway.stop.remote()
-        admission.halt()  # the driver tells the gateway and every worker (ExtractRun)
+        if halt:
+            admission.halt()
         await admission.release(lease, Usage("ok", 0.01))
         done = await asyncio.wait_for(asyncio.gather(*waiting, return_exceptions=True), 10)
         return [type(result).__name__ for result in done]
 
-    assert set(asyncio.run(scenario())) == {Stopped.__name__}
+    return asyncio.run(scenario())
+
+
+def test_a_stop_refuses_every_request_waiting_at_the_worker(ray_address: str) -> None:
+    # The driver tells the gateway and every worker (ExtractRun._on_signal).
+    outcomes = _waiting_through_a_stop(halt=True, numbered=False)
+    assert set(outcomes) == {Stopped.__name__}
 
 
 def test_a_worker_learns_of_a_stop_from_its_next_report(ray_address: str) -> None:
     """Without the driver's word, a kept permit may start one more request; the report
     that request's number comes with says the run stops, and the rest are refused."""
-    gateway = Gateway.remote(["http://unused"], 1)  # type: ignore[attr-defined]
-
-    async def scenario() -> list[str]:
-        admission = GatewayAdmission(gateway, 0)
-        lease, _, _ = await admission.acquire(0, True)
-        waiting = [asyncio.ensure_future(admission.acquire(0, True)) for _ in range(ASKING + 3)]
-        await asyncio.sleep(0.2)
-        await gateway.stop.remote()
-        await admission.release(lease, Usage("ok", 0.01))
-        done = await asyncio.wait_for(asyncio.gather(*waiting, return_exceptions=True), 10)
-        return [type(result).__name__ for result in done]
-
-    outcomes = asyncio.run(scenario())
+    outcomes = _waiting_through_a_stop(halt=False, numbered=True)
     assert outcomes.count(Stopped.__name__) >= len(outcomes) - 1
 
 
