@@ -41,6 +41,7 @@ def test_many_requests_share_few_permits_numbered_once_each(ray_address: str) ->
     assert on_wire["max"] <= 4
     assert sorted(seqs) == list(range(1, total + 1))  # every attempt numbered, once
     assert stats["in_flight"] == 0 and stats["outcomes"] == {"ok": total}
+    assert stats["kept"] > 0  # most permits passed from request to request in the worker
 
 
 def _waiting_through_a_stop(*, halt: bool, numbered: bool) -> list[str]:

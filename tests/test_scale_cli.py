@@ -256,3 +256,30 @@ def test_metrics_reach_prometheus_through_rays_exporter(cli: Cli, tmp_path: Path
             if line.startswith("ray_taguru_ray_")
         }
     assert wanted <= found
+
+
+def test_kept_permits_hold_the_cap_number_every_attempt_once_and_count_every_request(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Two workers with more segments than permits: permits pass from request to request
+    inside each worker (ADR 0017), the gateway hearing in batches. The cap still holds at
+    the server, attempt_seq is still 1..N run-wide, and the totals count every request."""
+    docs, out = corpus(tmp_path / "docs", 40, paragraphs=2), tmp_path / "out"
+    result = cli.extract(
+        *args(out, docs, "--max-inflight", "4", "--workers", "2", "--segment-window", "40")
+    )
+    assert result.returncode == 0, result.stderr
+    stats = cli.simulator.stats()
+    assert stats["max_in_flight"] <= 4
+    seqs = sorted(
+        record["attempt_seq"]
+        for path in (out / ".extract-trace").glob("*.attempts.jsonl")
+        for record in map(json.loads, path.read_text().splitlines())
+        if record["type"] == "attempt"
+    )
+    assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) >= 40
+    totals = (
+        f"extract: {len(seqs)} completion(s), {stats['requests']} request(s), "
+        f"{stats['prompt_tokens']} input + {stats['completion_tokens']} output tokens"
+    )
+    assert totals in result.stderr

@@ -107,6 +107,7 @@ class PermitPool:
     input_tokens: int = 0
     output_tokens: int = 0
     attempt_seq: int = 0
+    renewed: int = 0  # outcomes of requests that ran on kept permits (reported in batches)
     _leases: dict[int, Lease] = field(default_factory=dict)
     _held: Counter[str] = field(default_factory=Counter)  # permits by worker
     _observed: float = 0.0  # the latest completion fed to the adaptive controller
@@ -267,6 +268,7 @@ class PermitPool:
         outcome counts as a release's would, but the permit stays out (or went back
         since, with a later request's outcome)."""
         if 0 <= endpoint < len(self.endpoints):
+            self.renewed += 1
             self._account(endpoint, usage, self.clock() - max(ago, 0.0), self.in_flight)
             self._dispatch()  # the adaptive limit may have risen: grant what it allows
 
@@ -360,6 +362,7 @@ class PermitPool:
             "in_flight": self.in_flight,
             "max_in_flight": self.max_in_flight,
             "attempts": self.attempt_seq,
+            "kept": self.renewed,
             "outcomes": dict(self.outcomes),
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
