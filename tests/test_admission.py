@@ -419,3 +419,21 @@ def test_slow_start_ends_at_the_level_the_run_fills_when_it_stops_filling_more()
         now += 1 / 300
         limit.observe(0.2, "ok", 80, now)  # the run fills 80 of 128 at most
     assert not limit.slow_start and limit.limit == 89 and limit.held == 89
+
+
+def test_permits_idle_at_their_workers_are_not_counted_on_the_wire() -> None:
+    async def scenario() -> list[int]:
+        p = pool(limit=None)
+        assert p.adaptive is not None
+        seen: list[int] = []
+        p.adaptive.observe = lambda latency, outcome, in_flight, now: seen.append(in_flight)  # type: ignore[method-assign]
+        leases = [await p.acquire("a", 0) for _ in range(10)]
+        p.idle("a", 4)
+        p.renew(leases[0].endpoint, OK)
+        await p.release(leases[1].lease_id, OK)
+        p.idle("a", 0)
+        p.renew(leases[0].endpoint, OK)
+        return seen
+
+    # 10 out, 4 idle: 6 on the wire; the released one counts as it ended; then 9 on the wire.
+    assert asyncio.run(scenario()) == [6, 6, 9]

@@ -228,3 +228,29 @@ def test_a_worker_sends_its_oldest_requests_to_the_gateway_first(ray_address: st
     # The held permit's release is a swap for the oldest waiting at the worker, and so
     # on; once none waits there, the gateway's queue goes on from the oldest that asked.
     assert asyncio.run(scenario()) == list(range(count))
+
+
+def test_a_permit_no_request_waited_for_serves_the_next_one_or_goes_back(
+    ray_address: str,
+) -> None:
+    """A worker's next request is usually milliseconds away: a kept permit waits for it
+    at the worker, and goes back to the gateway once it has idled REPORT_S."""
+    gateway = Gateway.remote(["http://unused"], 1)  # type: ignore[attr-defined]
+
+    async def scenario() -> tuple[int, int, bool, dict[str, Any]]:
+        admission = GatewayAdmission(gateway, 0)
+        await admission.register()
+        first, _, _ = await admission.acquire(0, False)
+        await admission.release(first, Usage("ok", 0.01))
+        again, _, _ = await asyncio.wait_for(admission.acquire(0, False), 0.01)  # no call
+        await admission.release(again, Usage("ok", 0.01))
+        await admission.flush()  # reported, and the idle permit given back
+        stats = await gateway.stats.remote()
+        # The gateway can grant it again: another worker's request is served.
+        other = GatewayAdmission(gateway, 1)
+        await asyncio.wait_for(other.acquire(0, False), 10)
+        return first, again, admission._idle == {}, stats
+
+    first, again, returned, stats = asyncio.run(scenario())
+    assert first == again and returned
+    assert stats["in_flight"] == 0 and stats["outcomes"] == {"ok": 2} and stats["kept"] == 2

@@ -110,6 +110,7 @@ class PermitPool:
     renewed: int = 0  # outcomes of requests that ran on kept permits (reported in batches)
     _leases: dict[int, Lease] = field(default_factory=dict)
     _held: Counter[str] = field(default_factory=Counter)  # permits by worker
+    _idle: Counter[str] = field(default_factory=Counter)  # of those, waiting at the worker
     _observed: float = 0.0  # the latest completion fed to the adaptive controller
     _requests: deque[float] = field(default_factory=deque)
     _tokens: deque[tuple[float, int]] = field(default_factory=deque)
@@ -269,8 +270,16 @@ class PermitPool:
         since, with a later request's outcome)."""
         if 0 <= endpoint < len(self.endpoints):
             self.renewed += 1
-            self._account(endpoint, usage, self.clock() - max(ago, 0.0), self.in_flight)
+            self._account(endpoint, usage, self.clock() - max(ago, 0.0), self._on_wire())
             self._dispatch()  # the adaptive limit may have risen: grant what it allows
+
+    def idle(self, worker: str, count: int) -> None:
+        """How many of `worker`'s permits wait for its next request (its last report):
+        held, but not on the wire, so the adaptive controller does not count them."""
+        if count > 0:
+            self._idle[worker] = count
+        else:
+            self._idle.pop(worker, None)
 
     def keep(self, worker: str) -> int:
         """How many permits `worker` may keep for its next requests without asking.
@@ -295,7 +304,11 @@ class PermitPool:
 
     def _settle(self, lease: Lease, usage: Usage) -> None:
         self._free(lease)
-        self._account(lease.endpoint, usage, self.clock(), self.in_flight + 1)
+        self._account(lease.endpoint, usage, self.clock(), self._on_wire() + 1)
+
+    def _on_wire(self) -> int:
+        """Permits out, less those idle at their workers: requests on the wire."""
+        return max(self.in_flight - sum(self._idle.values()), 0)
 
     def _account(self, index: int, usage: Usage, now: float, in_flight: int) -> None:
         """What a finished request tells the pool: counts, endpoint health, the limit."""
@@ -326,6 +339,7 @@ class PermitPool:
         self._incarnations[index] = incarnation
         if previous is None:
             return
+        self._idle.pop(previous, None)
         for lease in [lease for lease in self._leases.values() if lease.worker == previous]:
             del self._leases[lease.lease_id]
             self._settle(lease, Usage("lost", 0.0))

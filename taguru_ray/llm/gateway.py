@@ -108,12 +108,14 @@ class Gateway:
         return self._grant(lease, want_seq)
 
     async def report(
-        self, worker: str, kept: list[tuple[int, tuple[Any, ...], float]], seqs: int
+        self, worker: str, kept: list[tuple[int, tuple[Any, ...], float]], seqs: int, idle: int = 0
     ) -> tuple[int | None, int, bool, str | None]:
         """A worker's batch: requests that finished on permits it kept (endpoint index,
         usage fields, seconds ago) and how many attempts it issued since its last report.
+        `idle`: how many of its permits wait for its next request right now.
         Answers (the first of `seqs` new attempt_seqs, how many permits it may keep now,
         whether the run stops, the rung now)."""
+        self._pool.idle(worker, idle)
         for endpoint, usage, ago in kept:
             done = Usage(*usage)
             self._pool.renew(endpoint, done, ago)
@@ -198,6 +200,7 @@ class GatewayAdmission:
         self._keep = 0  # how many permits this worker may keep: the gateway's last word
         self._kept: list[tuple[int, tuple[Any, ...], float]] = []  # (endpoint, usage, when)
         self._numbering: list[asyncio.Future[int]] = []  # issued, awaiting attempt_seq
+        self._idle: dict[int, float] = {}  # kept permits no request waited for → since when
         self._reporting: asyncio.Task[None] | None = None
 
     async def register(self) -> None:
@@ -207,6 +210,10 @@ class GatewayAdmission:
     async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, Any]:
         if self._stopped:
             raise Stopped()
+        if self._idle:  # nobody waits here, or the permit would not be idle
+            lease, _ = self._idle.popitem()
+            rung = self.rung_seen[0] if self.rung_seen else None
+            return self._take((lease, self._held[lease], None, rung, self._keep), want_seq)
         future = asyncio.get_running_loop().create_future()
         waiter = _Waiter(priority(), next(self._order), tokens, want_seq, future)
         heapq.heappush(self._queue, waiter)
@@ -294,6 +301,7 @@ class GatewayAdmission:
         for waiter in queue:
             if not waiter.future.done():
                 waiter.future.set_result(None)
+        self._return_idle(None)
 
     def halt(self) -> None:
         """The driver's word that the run stops: nothing new starts on a kept permit
@@ -316,13 +324,17 @@ class GatewayAdmission:
             and len(self._held) <= self._keep
             and not self._stopped
         ):
+            self._kept.append((endpoint, fields, time.monotonic()))
+            self._schedule_report()
             waiter = self._oldest_waiter()
-            if waiter is not None:
-                self._kept.append((endpoint, fields, time.monotonic()))
-                self._schedule_report()
-                rung = self.rung_seen[0] if self.rung_seen else None
-                waiter.future.set_result((lease_id, endpoint, None, rung, self._keep))
+            if waiter is None:
+                # The worker's next request is usually a few milliseconds away: the
+                # permit waits for it here, and goes back if none comes (`_report`).
+                self._idle[lease_id] = time.monotonic()
                 return
+            rung = self.rung_seen[0] if self.rung_seen else None
+            waiter.future.set_result((lease_id, endpoint, None, rung, self._keep))
+            return
         self._held.pop(lease_id, None)
         waiter = None if self._stopped else self._next_waiter()
         if waiter is None:
@@ -347,15 +359,18 @@ class GatewayAdmission:
         the attempts issued since, to be numbered."""
         while True:
             await asyncio.sleep(REPORT_S)
+            self._return_idle(time.monotonic() - REPORT_S)
             if not (self._kept or self._numbering):
-                return
+                if not self._idle:
+                    return
+                continue
             kept, self._kept = self._kept, []
             numbering, self._numbering = self._numbering, []
             now = time.monotonic()
             batch = [(endpoint, fields, now - at) for endpoint, fields, at in kept]
             try:
                 first, keep, stopped, rung = await self._gateway.report.remote(
-                    self.incarnation, batch, len(numbering)
+                    self.incarnation, batch, len(numbering), len(self._idle)
                 )
             except Exception as error:  # the gateway is gone: so is the run
                 for number in numbering:
@@ -369,6 +384,15 @@ class GatewayAdmission:
             self._keep = 0 if self._stopped else keep
             if stopped:
                 self._stop()
+            self._return_idle(None)  # what the new word does not let this worker keep
+
+    def _return_idle(self, before: float | None) -> None:
+        """Give back idle permits: those idle since `before`, and any over the keep."""
+        for lease, since in list(self._idle.items()):
+            if (before is not None and since <= before) or len(self._held) > self._keep:
+                del self._idle[lease]
+                del self._held[lease]
+                self._gateway.give_back.remote(lease)
 
     async def next_attempt_seq(self) -> int:
         return int(await self._gateway.next_attempt_seq.remote())
