@@ -85,6 +85,7 @@ class ExtractRun:
         self.started = time.monotonic()
         self._limit_changes_seen = 0
         self._unsent_folds: list[tuple[int, Contribution]] = []
+        self._used: set[int] = set()  # workers that were handed a segment
         self._skippable = not settings.force and not settings.bypasses_store
         self._coverage = settings.coverage
         self._seed: Contribution | None = None
@@ -389,6 +390,7 @@ class ExtractRun:
 
     async def _on(self, worker: int, job: SegmentJob) -> SegmentOutcome:
         self.watchdog.busy[worker] += 1  # watched while it holds the segment
+        self._used.add(worker)  # its reports are flushed before the totals
         try:
             outcome: SegmentOutcome = await self.workers[worker].run.remote(job)
             return outcome
@@ -458,7 +460,7 @@ class ExtractRun:
         )
         try:
             # Outcomes on kept permits reach the gateway in batches: the last ones first.
-            flushes = (worker.flush.remote() for worker in self.workers)
+            flushes = (self.workers[index].flush.remote() for index in self._used)
             await asyncio.gather(*flushes, return_exceptions=True)  # a dead one has no say
             stats = await self.gateway.stats.remote()
         except ray.exceptions.RayError:
