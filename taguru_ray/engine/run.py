@@ -27,6 +27,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from taguru_ray.contract.names import output_name
 from taguru_ray.engine import heap
 from taguru_ray.engine.ahead import READERS, ScanAhead
+from taguru_ray.engine.batches import WorkerBatches, failed_outcome
 from taguru_ray.engine.ports import SegmentJob, SegmentOutcome
 from taguru_ray.engine.progress import Progress, mode_for
 from taguru_ray.engine.scan import (
@@ -150,6 +151,7 @@ class ExtractRun:
             SegmentWorker.options(**self._worker_placement()).remote(i, settings, self.run_id)
             for i in range(settings.workers)
         ]
+        self.batches = [WorkerBatches(worker) for worker in self.workers]
         self.watchdog = Watchdog(self.workers, settings.worker_hang_secs, self.console.err)
         self._trap_signals()
         # The early settling hands over at its next segment; the loop goes on from there.
@@ -364,15 +366,7 @@ class ExtractRun:
                 await asyncio.sleep(1.0)  # let Ray restart the actor
                 continue
             except ray.exceptions.RayError as error:
-                return SegmentOutcome(
-                    job.index,
-                    job.source,
-                    "failed",
-                    notes=[
-                        f"{FAILURE_PREFIX}{job.source}: the worker running it failed ({error}) — "
-                        "rerun to resume from its checkpoint"
-                    ],
-                )
+                return failed_outcome(job, error)
             if deaths:
                 outcome.notes.insert(
                     0, f"{FAILURE_PREFIX}{job.source}: finished after {len(deaths)} worker death(s)"
@@ -392,8 +386,7 @@ class ExtractRun:
         self.watchdog.busy[worker] += 1  # watched while it holds the segment
         self._used.add(worker)  # its reports are flushed before the totals
         try:
-            outcome: SegmentOutcome = await self.workers[worker].run.remote(job)
-            return outcome
+            return await self.batches[worker].run(job)
         finally:
             self.watchdog.busy[worker] -= 1
 

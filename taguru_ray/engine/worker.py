@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -22,6 +23,7 @@ import ray
 from taguru_ray.contract.names import attempts_name
 from taguru_ray.contract.records import Record
 from taguru_ray.engine import heap, metrics
+from taguru_ray.engine.batches import failed_outcome
 from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
 from taguru_ray.engine.recorder import StoreRecorder
 from taguru_ray.engine.replay import ReplayBook, Replayer
@@ -95,6 +97,25 @@ class SegmentWorker:
     async def alive(self) -> bool:
         """The watchdog's question: answered by this worker's event loop."""
         return True
+
+    async def run_many(self, jobs: list[SegmentJob]) -> AsyncIterator[list[SegmentOutcome]]:
+        """Several segments in one call (`batches.WorkerBatches`): their outcomes as
+        they finish, those that finished together in one item. A segment whose run
+        raised comes back failed, as a failed call of its own would."""
+        running = {asyncio.ensure_future(self._run_or_fail(job)) for job in jobs}
+        try:
+            while running:
+                done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                yield [task.result() for task in done]
+        finally:
+            for task in running:
+                task.cancel()
+
+    async def _run_or_fail(self, job: SegmentJob) -> SegmentOutcome:
+        try:
+            return await self.run(job)
+        except Exception as error:
+            return failed_outcome(job, error)
 
     async def run(self, job: SegmentJob) -> SegmentOutcome:
         if not self._registered:  # once per incarnation: frees a dead predecessor's permits

@@ -1,0 +1,110 @@
+"""Segments to a worker in batches (`engine.batches`), over a stand-in for the actor
+handle: what one turn hands over goes in one call, outcomes land as they stream, and a
+failed stream fails only the segments still out. The real actor is exercised by every
+CLI test on Ray (the killed and frozen worker tests among them)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any
+
+import pytest
+
+from taguru_ray.engine.batches import WorkerBatches, failed_outcome
+from taguru_ray.engine.ports import SegmentJob, SegmentOutcome
+
+
+def job(index: int) -> SegmentJob:
+    return SegmentJob(index, f"{index}.md", b"text", f"id{index}", ())
+
+
+def outcome(index: int) -> SegmentOutcome:
+    return SegmentOutcome(index, f"{index}.md", "written")
+
+
+class StreamingHandle:
+    """`handle.run_many.options(num_returns="streaming").remote(jobs)`: records each
+    call's jobs and streams the items a test feeds that call (lists of outcomes, an
+    error, or None to end it)."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[int]] = []
+        self.streams: list[asyncio.Queue[list[SegmentOutcome] | BaseException | None]] = []
+        self.run_many = self
+
+    def options(self, **options: Any) -> StreamingHandle:
+        assert options == {"num_returns": "streaming"}
+        return self
+
+    def remote(self, jobs: list[SegmentJob]) -> AsyncIterator[Awaitable[list[SegmentOutcome]]]:
+        self.calls.append([j.index for j in jobs])
+        self.streams.append(asyncio.Queue())
+        return self._stream(self.streams[-1])
+
+    async def _stream(
+        self, items: asyncio.Queue[list[SegmentOutcome] | BaseException | None]
+    ) -> AsyncIterator[Awaitable[list[SegmentOutcome]]]:
+        while (item := await items.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield _ready(item)
+
+
+async def _ready(value: list[SegmentOutcome]) -> list[SegmentOutcome]:
+    return value
+
+
+def test_segments_handed_over_in_one_turn_go_in_one_call_and_land_as_they_finish() -> None:
+    async def scenario() -> tuple[list[list[int]], list[bool], list[str]]:
+        handle = StreamingHandle()
+        batches = WorkerBatches(handle)
+        first = [batches.run(job(i)) for i in range(3)]
+        await asyncio.sleep(0.01)  # the turn ends: one call for all three
+        later = batches.run(job(3))
+        await asyncio.sleep(0.01)
+        one, two = handle.streams
+        await one.put([outcome(1)])
+        await asyncio.sleep(0.01)
+        landed = [future.done() for future in first]
+        await one.put([outcome(0), outcome(2)])
+        await one.put(None)
+        await two.put([outcome(3)])
+        await two.put(None)
+        done = await asyncio.gather(*first, later)
+        return handle.calls, landed, [o.source for o in done]
+
+    calls, landed, sources = asyncio.run(scenario())
+    assert calls == [[0, 1, 2], [3]]
+    assert landed == [False, True, False]  # a quick segment is not held back by its batch
+    assert sources == ["0.md", "1.md", "2.md", "3.md"]
+
+
+def test_a_stream_that_fails_fails_only_the_segments_still_out() -> None:
+    class WorkerDied(Exception):
+        pass
+
+    async def scenario() -> tuple[SegmentOutcome, BaseException | None]:
+        handle = StreamingHandle()
+        batches = WorkerBatches(handle)
+        futures = [batches.run(job(i)) for i in range(2)]
+        await asyncio.sleep(0.01)
+        [stream] = handle.streams
+        await stream.put([outcome(0)])
+        await stream.put(WorkerDied("the actor died"))
+        finished = await futures[0]
+        with pytest.raises(WorkerDied):
+            await futures[1]
+        return finished, futures[1].exception()
+
+    finished, error = asyncio.run(scenario())
+    assert finished.status == "written" and isinstance(error, Exception)
+
+
+def test_a_segment_whose_call_failed_is_named_and_resumable() -> None:
+    failed = failed_outcome(job(7), RuntimeError("boom"))
+    assert failed.status == "failed" and failed.index == 7
+    assert failed.notes == [
+        "taguru: extract: 7.md: the worker running it failed (boom) — "
+        "rerun to resume from its checkpoint"
+    ]
