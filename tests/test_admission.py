@@ -437,3 +437,19 @@ def test_permits_idle_at_their_workers_are_not_counted_on_the_wire() -> None:
 
     # 10 out, 4 idle: 6 on the wire; the released one counts as it ended; then 9 on the wire.
     assert asyncio.run(scenario()) == [6, 6, 9]
+
+
+def test_an_idle_permit_given_back_updates_the_idle_count_it_leaves() -> None:
+    async def scenario() -> list[int]:
+        p = pool(limit=None)
+        assert p.adaptive is not None
+        seen: list[int] = []
+        p.adaptive.observe = lambda latency, outcome, in_flight, now: seen.append(in_flight)  # type: ignore[method-assign]
+        leases = [await p.acquire("a", 0) for _ in range(10)]
+        p.idle("a", 3)
+        await p.give_back(leases[9].lease_id, idle=2)  # one of the three idle went back
+        p.renew(leases[0].endpoint, OK)
+        return seen
+
+    # 9 out, 2 of them idle: 7 on the wire (a stale count of 3 would say 6).
+    assert asyncio.run(scenario()) == [7]

@@ -246,8 +246,12 @@ class PermitPool:
             self._settle(lease, usage)
         self._dispatch()
 
-    async def give_back(self, lease_id: int) -> None:
-        """Return a permit that was never used: no outcome, no latency to learn from."""
+    async def give_back(self, lease_id: int, idle: int | None = None) -> None:
+        """Return a permit that was never used: no outcome, no latency to learn from.
+        `idle`, when given: how many of the worker's permits still idle (`idle`)."""
+        lease = self._leases.get(lease_id)
+        if lease is not None and idle is not None:
+            self.idle(lease.worker, idle)
         self._return(lease_id)
 
     def _return(self, lease_id: int) -> None:

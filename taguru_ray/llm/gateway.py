@@ -31,8 +31,8 @@ from taguru_ray.llm.ladder import RungState
 ASKING = 8  # a worker's requests asking the gateway on their own at once (swaps aside)
 REPORT_S = 0.05  # how long a worker gathers kept permits' outcomes before reporting them
 
-# (lease id, endpoint index, attempt_seq when asked, the rung, permits the worker may keep)
-Grant = tuple[int, int, int | None, str | None, int]
+# (lease id, endpoint index, the rung, how many permits the worker may keep)
+Grant = tuple[int, int, str | None, int]
 
 
 @ray.remote(num_cpus=0, max_concurrency=100_000)
@@ -58,23 +58,20 @@ class Gateway:
         driver owns, however often it is restarted."""
         return self._run_inputs
 
-    async def acquire(
-        self, worker: str, tokens: int, want_seq: bool = False, priority: int = 0
-    ) -> Grant | None:
-        """(lease id, endpoint index, attempt_seq when asked, the rung now, how many
-        permits the worker may keep), or None once stopping. The rung rides along so a
-        worker's rung port needs no call of its own."""
+    async def acquire(self, worker: str, tokens: int, priority: int = 0) -> Grant | None:
+        """(lease id, endpoint index, the rung now, how many permits the worker may
+        keep), or None once stopping. The rung rides along so a worker's rung port
+        needs no call of its own; attempts are numbered by `report`."""
         try:
             lease = await self._pool.acquire(worker, tokens, priority)
         except Stopped:
             return None
-        return self._grant(lease, want_seq)
+        return self._grant(lease)
 
-    def _grant(self, lease: Lease, want_seq: bool) -> Grant:
+    def _grant(self, lease: Lease) -> Grant:
         metrics.in_flight(self._pool.in_flight)
-        seq = self._pool.next_attempt_seq() if want_seq else None
         keep = self._pool.keep(lease.worker)
-        return lease.lease_id, lease.endpoint, seq, self._rung.rung if self._rung else None, keep
+        return lease.lease_id, lease.endpoint, self._rung.rung if self._rung else None, keep
 
     async def release(self, lease_id: int, usage: tuple[Any, ...]) -> None:
         """`usage` is a Usage's fields as a plain tuple: msgpack on the wire, not pickle."""
@@ -91,7 +88,6 @@ class Gateway:
         usage: tuple[Any, ...],
         worker: str,
         tokens: int,
-        want_seq: bool,
         priority: int = 0,
     ) -> Grant | None:
         """`release` and `acquire` in one call, for a worker with another request waiting:
@@ -105,7 +101,7 @@ class Gateway:
             return None
         finally:
             self._report(done)
-        return self._grant(lease, want_seq)
+        return self._grant(lease)
 
     async def report(
         self, worker: str, kept: list[tuple[int, tuple[Any, ...], float]], seqs: int, idle: int = 0
@@ -124,9 +120,11 @@ class Gateway:
         keep = self._pool.keep(worker)
         return first, keep, self._pool.stopped, self._rung.rung if self._rung else None
 
-    async def give_back(self, lease_id: int) -> None:
-        """A permit granted to a request that was cancelled before it could use it."""
-        await self._pool.give_back(lease_id)
+    async def give_back(self, lease_id: int, idle: int | None = None) -> None:
+        """A permit no request used: granted to one that was cancelled or served
+        meanwhile, or kept idle too long. `idle`: how many of the worker's permits
+        still wait for its next request, now this one is back."""
+        await self._pool.give_back(lease_id, idle)
 
     async def register(self, index: int, incarnation: str) -> None:
         self._pool.register(index, incarnation)
@@ -158,7 +156,6 @@ class _Waiter:
     priority: int
     order: int
     tokens: int = field(compare=False)
-    want_seq: bool = field(compare=False)
     future: asyncio.Future[Any] = field(compare=False)
 
 
@@ -212,10 +209,9 @@ class GatewayAdmission:
             raise Stopped()
         if self._idle:  # nobody waits here, or the permit would not be idle
             lease, _ = self._idle.popitem()
-            rung = self.rung_seen[0] if self.rung_seen else None
-            return self._take((lease, self._held[lease], None, rung, self._keep), want_seq)
+            return self._take(self._kept_grant(lease), want_seq)
         future = asyncio.get_running_loop().create_future()
-        waiter = _Waiter(priority(), next(self._order), tokens, want_seq, future)
+        waiter = _Waiter(priority(), next(self._order), tokens, future)
         heapq.heappush(self._queue, waiter)
         self._ask()
         return self._take(await waiter.future, want_seq)
@@ -223,7 +219,7 @@ class GatewayAdmission:
     def _take(self, granted: Any, want_seq: bool) -> tuple[int, int, Any]:
         if granted is None:
             raise Stopped()
-        lease, endpoint, _, rung, keep = granted
+        lease, endpoint, rung, keep = granted
         self.rung_seen = (rung,)
         self._keep = keep
         self._held[lease] = endpoint
@@ -233,6 +229,11 @@ class GatewayAdmission:
         self._numbering.append(number)
         self._schedule_report()
         return lease, endpoint, number
+
+    def _kept_grant(self, lease: int) -> Grant:
+        """A permit this worker holds, granted on: as the gateway's last word left it."""
+        rung = self.rung_seen[0] if self.rung_seen else None
+        return lease, self._held[lease], rung, self._keep
 
     def _next_waiter(self) -> _Waiter | None:
         while self._queue:
@@ -258,9 +259,7 @@ class GatewayAdmission:
             waiter = self._next_waiter()
             if waiter is None:
                 return
-            call = self._gateway.acquire.remote(
-                self.incarnation, waiter.tokens, False, waiter.priority
-            )
+            call = self._gateway.acquire.remote(self.incarnation, waiter.tokens, waiter.priority)
             self._spawn(self._deliver(call, waiter), waiter)
 
     def _spawn(self, coroutine: Any, waiter: _Waiter) -> None:
@@ -332,8 +331,7 @@ class GatewayAdmission:
                 # permit waits for it here, and goes back if none comes (`_report`).
                 self._idle[lease_id] = time.monotonic()
                 return
-            rung = self.rung_seen[0] if self.rung_seen else None
-            waiter.future.set_result((lease_id, endpoint, None, rung, self._keep))
+            waiter.future.set_result(self._kept_grant(lease_id))
             return
         self._held.pop(lease_id, None)
         waiter = None if self._stopped else self._next_waiter()
@@ -341,7 +339,7 @@ class GatewayAdmission:
             self._gateway.release.remote(lease_id, fields)
             return
         call = self._gateway.swap.remote(
-            lease_id, fields, self.incarnation, waiter.tokens, False, waiter.priority
+            lease_id, fields, self.incarnation, waiter.tokens, waiter.priority
         )
         self._spawn(self._deliver(call, waiter), waiter)
 
@@ -392,7 +390,7 @@ class GatewayAdmission:
             if (before is not None and since <= before) or len(self._held) > self._keep:
                 del self._idle[lease]
                 del self._held[lease]
-                self._gateway.give_back.remote(lease)
+                self._gateway.give_back.remote(lease, len(self._idle))
 
     async def next_attempt_seq(self) -> int:
         return int(await self._gateway.next_attempt_seq.remote())
