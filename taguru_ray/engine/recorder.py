@@ -14,6 +14,7 @@ one fsync, or one PUT of the whole log on an object store (ADR 0009).
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -71,13 +72,13 @@ class StoreRecorder:
             return
         log = self._log
 
-        def open_and_write() -> None:  # one thread hop, not two: a hop costs as much
+        def open_and_write() -> None:  # one batch entry, not two
             log.open(fresh=fresh)
             log.write_many(records)
 
         async with self._log_lock:
             try:
-                await asyncio.to_thread(open_and_write)
+                await self._out.offload(open_and_write)
             except Exception as error:
                 self._log_error = error  # later records would misstate what is on disk
                 raise
@@ -99,11 +100,11 @@ class StoreRecorder:
             if self._durable >= mine:
                 return  # an earlier write carried them
             batch, self._pending = self._pending, []
-            write = asyncio.ensure_future(asyncio.to_thread(log.write_many, batch))
+            write = asyncio.ensure_future(self._out.offload(log.write_many, batch))
             try:
                 await asyncio.shield(write)
             except asyncio.CancelledError:
-                # The thread writes on regardless: keep the lock until it is done, so
+                # The write goes on regardless: keep the lock until it is done, so
                 # no later write overlaps it (an older whole-object PUT landing last).
                 await asyncio.wait({write})
                 raise
@@ -121,36 +122,34 @@ class StoreRecorder:
     async def save_unit(self, piece_id: str, unit: Record) -> None:
         checkpoint = self._ensure_checkpoint()
         async with self._lock:
-            await asyncio.to_thread(checkpoint.save, piece_id, unit)
+            await self._out.offload(checkpoint.save, piece_id, unit)
 
     async def save_split(self, piece_id: str, cap: int) -> None:
         checkpoint = self._ensure_checkpoint()
         async with self._lock:
-            await asyncio.to_thread(checkpoint.save_split, piece_id, cap)
+            await self._out.offload(checkpoint.save_split, piece_id, cap)
 
     async def save_overview(self, chunk_sha256: str, answer: str) -> None:
         checkpoint = self._ensure_checkpoint()
         async with self._lock:
-            await asyncio.to_thread(checkpoint.save_overview, chunk_sha256, answer)
+            await self._out.offload(checkpoint.save_overview, chunk_sha256, answer)
 
     async def bind_overview(self, digest: str, *, keep: bool) -> bool:
         checkpoint = self._ensure_checkpoint()
         async with self._lock:
-            return await asyncio.to_thread(checkpoint.bind_overview, digest, keep=keep)
+            return await self._out.offload(
+                functools.partial(checkpoint.bind_overview, digest, keep=keep)
+            )
 
     async def finish(self, source_file: bytes, trace: bytes) -> list[str]:
         name = output_name(self._source)
-
-        def write_both() -> list[str]:  # one thread hop for the two files
-            self._out.write(name, source_file)
-            try:
-                self._out.write(f"{TRACE}/{name}", trace)
-            except OSError as error:
-                # The source file and the manifest are the truth; the trace is advisory.
-                return [f"could not write the trace {TRACE}/{name}: {error}"]
-            return []
-
-        return await asyncio.to_thread(write_both)
+        await self._out.offload(self._out.write, name, source_file)
+        try:  # after the source file, which it describes
+            await self._out.offload(self._out.write, f"{TRACE}/{name}", trace)
+        except OSError as error:
+            # The source file and the manifest are the truth; the trace is advisory.
+            return [f"could not write the trace {TRACE}/{name}: {error}"]
+        return []
 
     def attempts_log_exists(self) -> bool:
         return self._log is not None and self._log.opened

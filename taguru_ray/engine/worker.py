@@ -120,9 +120,9 @@ class SegmentWorker:
     async def run(self, job: SegmentJob) -> SegmentOutcome:
         if not self._registered:  # once per incarnation: frees a dead predecessor's permits
             self._registered = True
-            # Store writes run on threads and a local write waits for its fsync (about a
-            # millisecond of disk time, little CPU): asyncio's default of cores + 4 threads
-            # would queue the segments' writes behind one another.
+            # Object-store writes run on threads and wait on the network: asyncio's
+            # default of cores + 4 threads would queue the segments' PUTs behind one
+            # another. (Local writes go to the group commit's one thread, ADR 0018.)
             asyncio.get_running_loop().set_default_executor(
                 ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="store")
             )

@@ -10,12 +10,17 @@ append handle, flushed and fsynced per call; on an object store (which has
 no append) the whole object re-PUT per call, so the one object readers open
 always holds every record appended so far (ADR 0009).
 
+Writes run through `offload` from async code join a group commit on a local
+disk (`store/commit.py`, ADR 0018): the fsync becomes one barrier per batch,
+still before the rename and before the caller resumes.
+
 Listings and existence checks bypass fsspec's directory cache: other
 processes (the workers) write into --out behind this process's back.
 """
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import contextlib
 import io
@@ -23,12 +28,16 @@ import os
 import posixpath
 import secrets
 from array import array
-from collections.abc import Container, Iterable
+from collections.abc import Awaitable, Callable, Container, Iterable
 from datetime import datetime
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, TypeVar
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
+
+from taguru_ray.store.commit import COMMITTER, stage_append, stage_write, staging
+
+T = TypeVar("T")
 
 MANIFEST = ".extract-manifest.json"
 MANIFEST_JOURNAL = ".extract-manifest.d"
@@ -126,16 +135,32 @@ class OutDir:
         folder = os.path.dirname(target)
         os.makedirs(folder, exist_ok=True)
         temp = os.path.join(folder, f".{os.path.basename(target)}.tmp-{secrets.token_hex(4)}")
+        batch = staging()
         try:
             with open(temp, "wb") as handle:
                 handle.write(data)
                 handle.flush()
-                os.fsync(handle.fileno())
+                if batch is None:
+                    os.fsync(handle.fileno())
+            if batch is not None:  # synced with its batch, then renamed
+                stage_write(batch, temp, target)
+                return
             os.replace(temp, target)
         except BaseException:
             if os.path.exists(temp):
                 os.unlink(temp)
             raise
+
+    def offload(self, fn: Callable[..., T], *args: Any) -> Awaitable[T]:
+        """Run `fn(*args)`, a function that writes here, off the event loop.
+
+        Local writes join the process's group commit (one durability barrier
+        for every write queued meanwhile, ADR 0018); an object store's requests
+        go to a thread each, as they wait on the network, not the disk.
+        """
+        if self.local:
+            return COMMITTER.run(fn, *args)
+        return asyncio.to_thread(fn, *args)
 
     def delete(self, name: str) -> None:
         with contextlib.suppress(FileNotFoundError):
@@ -227,6 +252,7 @@ class _FileAppender:
 
     def __init__(self, target: str, *, fresh: bool) -> None:
         os.makedirs(os.path.dirname(target), exist_ok=True)
+        self._target = target
         self._handle: IO[bytes] | None = open(target, "wb" if fresh else "ab")  # noqa: SIM115
 
     def append(self, data: bytes) -> None:
@@ -234,7 +260,11 @@ class _FileAppender:
             raise ValueError("append to a closed log")
         self._handle.write(data)
         self._handle.flush()
-        os.fsync(self._handle.fileno())
+        batch = staging()
+        if batch is not None:  # synced with its batch
+            stage_append(batch, self._target)
+        else:
+            os.fsync(self._handle.fileno())
 
     def close(self) -> None:
         if self._handle is not None:
