@@ -340,7 +340,7 @@ class ExtractRun:
         outcome = await self._run_on_a_worker(job)
         lines = [("err", note) for note in outcome.notes]
         if outcome.status == "written" and outcome.inputs is not None:
-            await asyncio.to_thread(self._record, job.source, outcome.inputs)
+            await self._record(job.source, outcome.inputs)
             self.tally.written += 1
             lines.append(("out", outcome.report or ""))
         elif outcome.status == "interrupted":
@@ -390,12 +390,21 @@ class ExtractRun:
         finally:
             self.watchdog.busy[worker] -= 1
 
-    def _record(self, source: str, inputs: dict[str, Any]) -> None:
-        """Manifest first, then drop the checkpoint: a kill in between costs nothing."""
+    async def _record(self, source: str, inputs: dict[str, Any]) -> None:
+        """Manifest first, then drop the checkpoint: a kill in between costs nothing.
+
+        Two entries of the group commit (ADR 0018): the entry is held in memory,
+        and the deletes made, only once the journal entry is durable and in place.
+        """
         previous = self.manifest.previous_output(source)
-        self.manifest.record(source, inputs)
-        if previous and previous != inputs["output"]:
-            self.out.delete(previous)
+        await self.out.offload(self.manifest.write_entry, source, inputs)
+        self.manifest.remember(source, inputs)
+        replaced = previous if previous and previous != inputs["output"] else None
+        await self.out.offload(self._drop, source, replaced)
+
+    def _drop(self, source: str, replaced: str | None) -> None:
+        if replaced:
+            self.out.delete(replaced)
         Checkpoint(self.out, source, {}).delete()
 
     def _trap_signals(self) -> None:

@@ -242,14 +242,21 @@ class Manifest:
 
     def record(self, source: str, inputs: dict[str, Any]) -> None:
         """Record a written segment: its journal entry is durable when this returns."""
+        self.write_entry(source, inputs)
+        self.remember(source, inputs)
+
+    def write_entry(self, source: str, inputs: dict[str, Any]) -> None:
+        """The segment's journal entry, on the store; `remember` it once this is durable."""
         entry = {key: inputs[key] for key in MANIFEST_FIELDS if key in inputs}
-        name = journal_name(source)
         document = {"source": source, "entry": entry}
         data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        self._out.write(name, data)
+        self._out.write(journal_name(source), data)
+
+    def remember(self, source: str, inputs: dict[str, Any]) -> None:
+        """Hold a recorded segment in memory, for the next compaction and skip."""
         with self._lock:
             self.entries[source] = dict(inputs)
-            self._journal.add(name)
+            self._journal.add(journal_name(source))
 
     def compact(self) -> None:
         """Fold the journal into the single file, then delete the folded entries.
