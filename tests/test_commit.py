@@ -191,3 +191,27 @@ async def test_a_trace_that_cannot_be_written_is_a_note_after_the_source_file(
     assert len(notes) == 1 and notes[0].startswith(f"could not write the trace {TRACE}/")
     written = [p for p in tmp_path.iterdir() if p.is_file() and p.suffix == ".jsonl"]
     assert [p.read_bytes() for p in written] == [b"source"]
+
+
+@_in_a_loop
+async def test_a_batch_that_breaks_fails_its_callers_and_the_thread_serves_on(
+    tmp_path: Path,
+) -> None:
+    out = OutDir(str(tmp_path))
+
+    class BrokenOnce(commit._Barrier):
+        broken = True
+
+        def sync(self, paths: list[str]) -> dict[str, OSError]:
+            if self.broken:
+                self.broken = False
+                raise RuntimeError("the barrier broke")
+            return super().sync(paths)
+
+    committer = commit.Committer()
+    committer._barrier = BrokenOnce()
+    with pytest.raises(RuntimeError, match="the barrier broke"):
+        await committer.run(out.write, "a.json", b"lost")
+    await committer.run(out.write, "b.json", b"kept")
+    assert (tmp_path / "b.json").read_bytes() == b"kept"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.json"]  # no temp file left

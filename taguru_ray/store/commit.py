@@ -99,7 +99,13 @@ class Committer:
             with contextlib.suppress(queue.Empty):
                 while True:
                     batch.append(self._queue.get_nowait())
-            self.commit(batch)
+            try:
+                self.commit(batch)
+            except Exception as error:  # the callers get it; the thread goes on serving
+                for op in batch:
+                    op.error = op.error or error
+                    _publish(op, {})  # renames nothing: drops its temp files
+                _settle(batch)
 
     def commit(self, batch: list[_Op]) -> None:
         """Run, sync, rename, then wake the callers: one barrier for the whole batch."""
@@ -156,7 +162,10 @@ class _Barrier:
     """Makes staged files durable: `syncfs` per filesystem, else an fsync per file."""
 
     def __init__(self) -> None:
-        libc = ctypes.CDLL(None, use_errno=True)
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+        except (OSError, TypeError):  # no C library to load by name: fsync per file
+            libc = None
         self._syncfs: Callable[[int], int] | None = getattr(libc, "syncfs", None)
         self._folders: dict[str, tuple[int, int]] = {}  # folder → (fd, device)
 
