@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from taguru_ray.engine.batches import WorkerBatches, failed_outcome
+from taguru_ray.engine.batches import WorkerBatches, failed_outcome, pick_worker
 from taguru_ray.engine.ports import SegmentJob, SegmentOutcome
 
 
@@ -108,3 +108,13 @@ def test_a_segment_whose_call_failed_is_named_and_resumable() -> None:
         "taguru: extract: 7.md: the worker running it failed (boom) — "
         "rerun to resume from its checkpoint"
     ]
+
+
+def test_a_segment_goes_to_the_worker_holding_fewest_and_a_resubmit_goes_round() -> None:
+    assert pick_worker([3, 1, 2], index=0, attempt=0) == 1
+    # Ties go round by the segment's index, as a plain round robin would.
+    assert [pick_worker([2, 2, 2], index, 0) for index in range(4)] == [0, 1, 2, 0]
+    assert pick_worker([5, 0, 0], index=2, attempt=0) == 2
+    # A resubmit skips the least-busy rule: the dead worker holds nothing, but restarts.
+    assert pick_worker([4, 0, 4], index=1, attempt=1) == 2
+    assert pick_worker([0, 4, 4], index=1, attempt=2) == 0

@@ -18,6 +18,22 @@ from taguru_ray.engine.ports import SegmentJob, SegmentOutcome
 from taguru_ray.engine.report import FAILURE_PREFIX
 
 
+def pick_worker(busy: list[int], index: int, attempt: int) -> int:
+    """The worker segment `index` goes to, by how many segments each holds (`busy`).
+
+    The one holding the fewest, so a worker that started late or runs slower
+    gets fewer and every worker's queue runs dry at about the same time (the
+    run's tail); ties go round by the segment's index. A resubmitted segment
+    goes round to the next worker instead: the one that died under it is still
+    restarting, and holds nothing.
+    """
+    count = len(busy)
+    turn = (index + attempt) % count
+    if attempt:
+        return turn
+    return min(range(count), key=lambda worker: (busy[worker], (worker - turn) % count))
+
+
 class WorkerBatches:
     def __init__(self, worker: Any) -> None:
         self._worker = worker

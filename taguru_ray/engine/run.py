@@ -27,7 +27,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from taguru_ray.contract.names import output_name
 from taguru_ray.engine import heap
 from taguru_ray.engine.ahead import READERS, ScanAhead
-from taguru_ray.engine.batches import WorkerBatches, failed_outcome
+from taguru_ray.engine.batches import WorkerBatches, failed_outcome, pick_worker
 from taguru_ray.engine.ports import SegmentJob, SegmentOutcome
 from taguru_ray.engine.progress import Progress, mode_for
 from taguru_ray.engine.scan import (
@@ -355,7 +355,7 @@ class ExtractRun:
         deaths: list[str] = []
         for attempt in range(RESUBMITS + 1):
             try:
-                outcome = await self._on((job.index + attempt) % len(self.workers), job)
+                outcome = await self._on(pick_worker(self.watchdog.busy, job.index, attempt), job)
             except WORKER_DEATHS as error:
                 deaths.append(type(error).__name__)
                 self.console.err(
