@@ -9,7 +9,7 @@ import statistics
 
 import pytest
 
-from taguru_ray.llm.admission import PermitPool, Stopped
+from taguru_ray.llm.admission import Lease, PermitPool, Stopped
 from taguru_ray.llm.client import Usage
 from taguru_ray.llm.concurrency import DOWN, AdaptiveLimit
 
@@ -421,13 +421,19 @@ def test_slow_start_ends_at_the_level_the_run_fills_when_it_stops_filling_more()
     assert not limit.slow_start and limit.limit == 89 and limit.held == 89
 
 
+async def _watched_pool(permits: int) -> tuple[PermitPool, list[int], list[Lease]]:
+    """An adaptive pool with `permits` taken by worker "a", and the list the in-flight
+    counts its controller is shown land in."""
+    p = pool(limit=None)
+    assert p.adaptive is not None
+    seen: list[int] = []
+    p.adaptive.observe = lambda latency, outcome, in_flight, now: seen.append(in_flight)  # type: ignore[method-assign]
+    return p, seen, [await p.acquire("a", 0) for _ in range(permits)]
+
+
 def test_permits_idle_at_their_workers_are_not_counted_on_the_wire() -> None:
     async def scenario() -> list[int]:
-        p = pool(limit=None)
-        assert p.adaptive is not None
-        seen: list[int] = []
-        p.adaptive.observe = lambda latency, outcome, in_flight, now: seen.append(in_flight)  # type: ignore[method-assign]
-        leases = [await p.acquire("a", 0) for _ in range(10)]
+        p, seen, leases = await _watched_pool(10)
         p.idle("a", 4)
         p.renew(leases[0].endpoint, OK)
         await p.release(leases[1].lease_id, OK)
@@ -441,11 +447,7 @@ def test_permits_idle_at_their_workers_are_not_counted_on_the_wire() -> None:
 
 def test_an_idle_permit_given_back_updates_the_idle_count_it_leaves() -> None:
     async def scenario() -> list[int]:
-        p = pool(limit=None)
-        assert p.adaptive is not None
-        seen: list[int] = []
-        p.adaptive.observe = lambda latency, outcome, in_flight, now: seen.append(in_flight)  # type: ignore[method-assign]
-        leases = [await p.acquire("a", 0) for _ in range(10)]
+        p, seen, leases = await _watched_pool(10)
         p.idle("a", 3)
         await p.give_back(leases[9].lease_id, idle=2)  # one of the three idle went back
         p.renew(leases[0].endpoint, OK)
