@@ -8,7 +8,8 @@ rewrites could otherwise leave the older set on disk.
 Attempts-log records are group-committed: a record is durable before `log`
 returns (it precedes the unit the caller checkpoints next), and the records
 concurrent pieces hand in while a write is under way share the next write —
-one fsync, or one PUT of the whole log on an object store (ADR 0009).
+one local write, synced with its group-commit batch (ADR 0018), or one PUT of
+the whole log on an object store (ADR 0009).
 """
 
 from __future__ import annotations

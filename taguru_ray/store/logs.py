@@ -2,8 +2,10 @@
 
 The attempts log is "written incrementally" on every backend (CONTRACT.md
 section 4.2): a record is durable before `write` returns — fsynced on a local
-disk, on an object store the whole object re-PUT (it has no append; ADR 0009
-weighs this against parts) — so a killed run keeps every record it wrote, in
+disk (or, written through `OutDir.offload`, before the awaited call returns:
+its batch's one barrier, ADR 0018), on an object store the whole object re-PUT
+(it has no append; ADR 0009 weighs this against parts) — so a killed run
+keeps every record it wrote, in
 one ``<stem>.attempts.jsonl`` object a reader opens as it would a local file.
 It is truncated on a fresh start of its segment and appended to on a
 checkpoint resume (the existing object read first), so it spans exactly the
@@ -52,7 +54,8 @@ class AttemptsLog:
         self.write_many([record])
 
     def write_many(self, records: Iterable[Record]) -> None:
-        """Append records; they are durable when this returns (one flush or PUT for all)."""
+        """Append records; they are durable when this returns (one flush or PUT for all),
+        or, inside a group-commit batch, when the batch's barrier has run."""
         if self._appender is None:
             raise RuntimeError("attempts log written before it was opened")
         data = dumps_lines(records)

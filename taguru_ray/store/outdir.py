@@ -47,7 +47,8 @@ TRACE = ".extract-trace"
 
 
 class Appender(Protocol):
-    """A log that only grows; every `append` is durable before it returns."""
+    """A log that only grows; every `append` is durable before it returns (inside a
+    group-commit batch: before the awaited `offload` returns)."""
 
     def append(self, data: bytes) -> None: ...
 
@@ -248,7 +249,8 @@ class _HashedNames:
 
 
 class _FileAppender:
-    """A local append handle: each append is written, flushed and fsynced."""
+    """A local append handle: each append is written, flushed and fsynced (inside a
+    group-commit batch, synced by the batch's barrier)."""
 
     def __init__(self, target: str, *, fresh: bool) -> None:
         os.makedirs(os.path.dirname(target), exist_ok=True)
