@@ -45,3 +45,15 @@ class Cli:
             timeout=timeout,
             cwd=REPO,
         )
+
+
+def verify(out: Path | str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``taguru-ray verify OUT``, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "taguru_ray", "verify", str(out), *args],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )

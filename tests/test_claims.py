@@ -1,12 +1,14 @@
 from taguru_ray.contract.items import Alias, Association
-from taguru_ray.pipeline.claims import ClaimLedger, rewires
+from taguru_ray.pipeline.claims import ClaimLedger, judge, rewires
 from taguru_ray.pipeline.mechanical import Removal
+from taguru_ray.pipeline.merge import MergeInput, MergeRules, merge
 from taguru_ray.pipeline.plan import Block, Piece
-from taguru_ray.pipeline.reconcile import PieceState, claim_queries, prune_claimed
+from taguru_ray.pipeline.reconcile import PieceState, proposal_of, prune_claimed
 from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.pipeline.validate import PieceOutput
 
 PIECE = Piece(0, 1, (Block(0, "[0] x"),))
+RULES = MergeRules(paragraph_count=1, questions_cap=0, passage=True)
 
 
 def earlier() -> ClaimLedger:
@@ -45,7 +47,10 @@ def test_an_alias_that_would_rewire_an_earlier_claim_is_pruned() -> None:
         ("SN-SEN70センサー", "SN-SEN70", "concept"),
     )
     ledger = earlier()
-    prune_claimed([piece], ledger.lookups(claim_queries([piece]), upto=1))
+    proposal = proposal_of([piece], RULES)
+    verdict = judge(proposal, ledger.lookups(proposal.queries(), upto=1))
+    assert verdict.pruned == ((0, 0), (0, 1))
+    prune_claimed([piece], verdict.pruned)
     assert [r.path for r in piece.removed] == ["aliases[0]", "aliases[1]"]
     assert piece.removed[1].reason == (
         'alias "東雲電機" already names a concept an earlier segment or the target context '
@@ -87,3 +92,29 @@ def test_the_first_claim_wins() -> None:
 
 def test_removal_kind_follows_the_path() -> None:
     assert Removal("associations[1]", "x").kind == "association"
+
+
+def test_the_verdict_hands_on_exactly_what_the_source_file_holds() -> None:
+    piece = piece_with(
+        ("東雲電機", "東雲電機株式会社", "concept"),  # rewires: pruned
+        ("SN-SEN70センサー", "SN-SEN70", "concept"),  # adopted
+        ("SN-SEN70センサー", "SN-SEN70", "concept"),  # a duplicate: folded
+        ("ghost", "nothing here", "concept"),  # dangling: merge drops it
+    )
+    proposal = proposal_of([piece], RULES)
+    verdict = judge(proposal, earlier().lookups(proposal.queries(), upto=1))
+    prune_claimed([piece], verdict.pruned)
+    merged = merge([MergeInput(piece.piece_id, piece.output)], RULES)
+    assert verdict.contribution == Contribution.of(
+        (a for a, _ in merged.associations), (a for a, _ in merged.aliases)
+    )
+    assert verdict.contribution.concept_aliases == (("SN-SEN70センサー", "SN-SEN70"),)
+
+
+def test_a_label_alias_counts_one_more_use_of_its_canonical() -> None:
+    base = Contribution.of_associations([Association("a", "uses", "b")])
+    both = base.with_aliases([Alias("employs", "uses", "label")])
+    assert [(use.label, use.count) for use in both.labels] == [("uses", 2)]
+    assert both == Contribution.of(
+        [Association("a", "uses", "b")], [Alias("employs", "uses", "label")]
+    )

@@ -1,11 +1,15 @@
-"""The claims ledger actor: batches the driver does not wait for, folded in index order."""
+"""The commit order: segments are judged against every earlier one, in name order,
+whatever order their proposals and the driver's settlements arrive in."""
 
 from __future__ import annotations
+
+import asyncio
 
 import ray
 
 from taguru_ray.contract.items import Alias, Association
-from taguru_ray.engine.ledger import CONTEXT_INDEX, Ledger
+from taguru_ray.engine.ledger import CONTEXT_INDEX, CommitOrder, Ledger
+from taguru_ray.pipeline.claims import AliasItem, Proposal
 from taguru_ray.pipeline.steer import Contribution
 
 
@@ -13,17 +17,80 @@ def names(*pairs: tuple[str, str]) -> Contribution:
     return Contribution.of([Association(s, "uses", o) for s, o in pairs], [])
 
 
-def test_a_lookup_waits_for_every_segment_it_may_see_and_order_is_kept(ray_address: str) -> None:
+def proposing(alias: str, canonical: str, *pairs: tuple[str, str]) -> Proposal:
+    raw = {"alias": alias, "canonical": canonical, "kind": "concept"}
+    return Proposal(
+        Contribution.of_associations([Association(s, "uses", o) for s, o in pairs]),
+        (AliasItem(0, 0, "p", raw),),
+    )
+
+
+def test_a_turn_waits_for_every_earlier_segment_then_sees_them_all() -> None:
+    async def scenario() -> None:
+        order = CommitOrder()
+        order.settle([(CONTEXT_INDEX, names(("Context", "Seed")))])
+        # Segment 2 proposes first; segment 1 (skipped) names "Beta" as a concept.
+        turn = asyncio.ensure_future(order.commit(2, proposing("Beta", "Gamma", ("Gamma", "x"))))
+        await asyncio.sleep(0)
+        order.settle([(1, names(("Alpha", "Beta")))])
+        await asyncio.sleep(0)
+        assert not turn.done()  # segment 0 has not settled
+        zero = await order.commit(0, Proposal(names(("a", "b"))))
+        assert zero is not None and zero.pruned == ()
+        verdict = await turn
+        assert verdict is not None and verdict.pruned == ((0, 0),)
+        assert verdict.contribution.concept_aliases == ()
+        assert order.next == 3
+
+    asyncio.run(scenario())
+
+
+def test_a_resubmitted_segment_gets_the_same_verdict() -> None:
+    async def scenario() -> None:
+        order = CommitOrder()
+        order.settle([(0, names(("Alpha", "Beta")))])
+        first = await order.commit(1, proposing("Beta", "Gamma", ("Gamma", "x")))
+        again = await order.commit(1, proposing("Beta", "Gamma", ("Gamma", "x")))
+        assert first == again and first is not None and first.pruned == ((0, 0),)
+        # What segment 1 settled is not judged against itself.
+        assert order.claims.resolve("concept", "Gamma", upto=1) is None
+
+    asyncio.run(scenario())
+
+
+def test_after_an_abandoned_segment_no_later_turn_commits() -> None:
+    async def scenario() -> None:
+        order = CommitOrder()
+        later = asyncio.ensure_future(order.commit(2, Proposal(names(("a", "b")))))
+        await asyncio.sleep(0)
+        order.settle([(0, Contribution())])
+        order.abandon(1)  # segment 1 stopped: 2 must not be written before it
+        assert await later is None
+        assert await order.commit(3, Proposal(names(("c", "d")))) is None
+        assert order.next == 1
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_segment_settles_nothing_and_unblocks_the_next() -> None:
+    async def scenario() -> None:
+        order = CommitOrder()
+        turn = asyncio.ensure_future(order.commit(1, Proposal(names(("a", "b")))))
+        await asyncio.sleep(0)
+        order.settle([(0, Contribution())])
+        verdict = await turn
+        assert verdict is not None and order.next == 2
+
+    asyncio.run(scenario())
+
+
+def test_the_actor_answers_turns_in_order(ray_address: str) -> None:
     ledger = Ledger.remote()  # type: ignore[attr-defined]
-    ledger.absorb.remote([(CONTEXT_INDEX, names(("Context", "Seed")))])
-    # Segment 1's batch arrives first; 0 claims "A" as an alias of "a" before 1 names "A".
-    ledger.absorb.remote([(1, names(("A", "c")))])
-    pending = ledger.lookups.remote([("concept", "A"), ("concept", "Context")], 2)
+    ledger.settle.remote([(CONTEXT_INDEX, names(("Context", "Seed")))])
+    pending = ledger.commit.remote(1, proposing("Context", "Gamma", ("Gamma", "x")))
     ready, _ = ray.wait([pending], timeout=0.5)
-    assert ready == []  # segment 0 is not folded yet: the lookup waits
+    assert ready == []  # segment 0 has not settled: the turn waits
     aliased = Contribution.of([Association("a", "uses", "b")], [Alias("A", "a", "concept")])
-    ledger.absorb.remote([(0, aliased)])
-    found = ray.get(pending, timeout=30)
-    assert found == {("concept", "A"): "a", ("concept", "Context"): "Context"}
-    # A segment that sees only segment 0 and the context is answered at once.
-    assert ray.get(ledger.lookups.remote([("concept", "c")], 1), timeout=30) == {}
+    ledger.settle.remote([(0, aliased)])
+    verdict = ray.get(pending, timeout=30)
+    assert verdict.pruned == ((0, 0),)  # "Context" names the context's own concept

@@ -12,6 +12,7 @@ from taguru_ray.contract.source_file import parse_source_file
 from taguru_ray.engine.ports import Model, Resume, SegmentJob, SegmentOutcome
 from taguru_ray.engine.segment import extract_segment
 from taguru_ray.llm.client import Completion, CompletionRequest
+from taguru_ray.pipeline.claims import Proposal, Verdict, judge
 from taguru_ray.settings import Settings
 
 CONTEXT = "5b0d7f0e-6c1a-4d8e-9a51-2f3c4b5d6e7f"
@@ -370,17 +371,58 @@ def test_an_alias_that_rewires_an_earlier_segments_name_is_pruned() -> None:
     model = Canned(lambda r: ok(answer_with(TRIPLES, [("K8s", "Kubernetes")])))
     recorder = MemoryRecorder()
 
-    async def claims(queries: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
-        return {("concept", "K8s"): "Kubernetes Engine"}
+    turns: list[Proposal] = []
 
-    job = SegmentJob(3, "docs/ray.md", TEXT.encode(), "docs/ray.md", (), claims_upto=2)
+    async def commit(proposal: Proposal) -> Verdict | None:
+        turns.append(proposal)
+        return judge(proposal, {("concept", "K8s"): "Kubernetes Engine"})
+
+    job = SegmentJob(3, "docs/ray.md", TEXT.encode(), "docs/ray.md", ())
     outcome = asyncio.run(
         extract_segment(
-            job, settings(), "run1", Model(model.complete, model.next_seq, claims), recorder
+            job, settings(), "run1", Model(model.complete, model.next_seq, commit), recorder
         )
     )
     assert outcome.counts["removed"] == 1
     assert "already names a concept an earlier segment" in outcome.notes[0]
+    assert [item.raw["alias"] for item in turns[0].aliases] == ["K8s"]
+    assert outcome.contribution.concept_aliases == ()  # what it settles: the file's truth
+
+
+def test_lossy_runs_still_prune_an_alias_that_rewires_an_earlier_name() -> None:
+    model = Canned(lambda r: ok(answer_with(TRIPLES, [("K8s", "Kubernetes")])))
+
+    async def commit(proposal: Proposal) -> Verdict | None:
+        return judge(proposal, {("concept", "K8s"): "Kubernetes Engine"})
+
+    job = SegmentJob(3, "docs/ray.md", TEXT.encode(), "docs/ray.md", ())
+    outcome = asyncio.run(
+        extract_segment(
+            job,
+            settings(lossy=True),
+            "run1",
+            Model(model.complete, model.next_seq, commit),
+            MemoryRecorder(),
+        )
+    )
+    assert outcome.status == "written" and outcome.counts["removed"] == 1
+
+
+def test_a_segment_whose_turn_never_comes_is_stopped_with_its_units_kept() -> None:
+    model = Canned(lambda r: ok(answer_with(TRIPLES, [])))
+    recorder = MemoryRecorder()
+
+    async def commit(proposal: Proposal) -> Verdict | None:
+        return None  # an earlier segment was stopped: nothing after it is written
+
+    job = SegmentJob(3, "docs/ray.md", TEXT.encode(), "docs/ray.md", ())
+    outcome = asyncio.run(
+        extract_segment(
+            job, settings(), "run1", Model(model.complete, model.next_seq, commit), recorder
+        )
+    )
+    assert outcome.status == "interrupted"
+    assert "source" not in recorder.files and len(recorder.units) == 1
 
 
 def test_lossy_drops_and_counts_without_corrective_turns() -> None:

@@ -15,6 +15,7 @@ verbs:
   inspect    read one segment's attempts log: every completion, the ladder's moves
   anchoring  judge written source files against their own passage text
   metrics    fold an --out's records into metric tables (loss, coverage, cost, …)
+  verify     check an --out as `taguru import` of the whole folder would read it
 
 taguru-ray <verb> --help shows a verb's options.
 """
@@ -49,5 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         from taguru_ray.cli.metrics import main as metrics_main
 
         return metrics_main(rest)
+    if verb == "verify":
+        from taguru_ray.cli.verify import main as verify_main
+
+        return verify_main(rest)
     print(f"taguru-ray: unknown verb {verb!r}\n\n{USAGE}", end="", file=sys.stderr)
     return 2

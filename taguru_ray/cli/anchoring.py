@@ -20,8 +20,8 @@ import fsspec
 from taguru_ray.cli.args import parse
 from taguru_ray.contract.names import join
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from taguru_ray.store.outdir import OutDir
 from taguru_ray.tools.anchoring import judge_files, render_text
+from taguru_ray.tools.records import source_files
 
 PROG = "taguru-ray anchoring"
 PREFIX = "taguru-ray: anchoring: "
@@ -85,20 +85,10 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _source_files(out: str) -> dict[str, bytes]:
-    """Path -> bytes: a folder's ``*.jsonl`` (sorted; hidden names skipped), or one file.
-
-    Paths are spelled from OUT as given, so two OUTs holding the same file name stay apart.
-    """
-    folder = OutDir(out)
-    if not folder.fs.exists(folder.root):
-        raise FileNotFoundError("no such folder or file")
-    if not folder.fs.isdir(folder.root):
-        return {out: bytes(folder.fs.cat_file(folder.root))}
-    names = sorted(
-        name for name in folder.names() if name.endswith(".jsonl") and not name.startswith(".")
-    )
-    found = folder.read_many(names)
-    return {join(out, name): found[name] for name in names if name in found}
+    """Path -> bytes, paths spelled from OUT as given, so two OUTs holding the same file
+    name stay apart."""
+    found = source_files(out)
+    return {name if name == out else join(out, name): data for name, data in found.items()}
 
 
 def _count(text: str) -> int:

@@ -51,7 +51,10 @@ extract's own output):
   question or association paragraph must be below the passage's canonical
   paragraph count; an alias's canonical must be a name the file's associations
   use in its namespace (concepts = subjects + objects, labels = labels) and
-  its spelling must not be one; weights must be non-zero.
+  its spelling must not be one; weights must be non-zero. ``strict=False``
+  reads as import itself does (`verify` of a whole folder): an out-of-range
+  paragraph is import's to drop, and a canonical may be a name an earlier
+  file interned, which only the folder's reader can judge.
 """
 
 from __future__ import annotations
@@ -320,7 +323,9 @@ class _Draft:
     alias_lines: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
-def parse_source_file(data: bytes, *, name: str = "<source file>") -> SourceFile:
+def parse_source_file(
+    data: bytes, *, name: str = "<source file>", strict: bool = True
+) -> SourceFile:
     """Read a source file the way import does, or raise `SourceFileError`."""
     if data.startswith(_BOM):
         data = data[len(_BOM) :]
@@ -341,7 +346,7 @@ def parse_source_file(data: bytes, *, name: str = "<source file>") -> SourceFile
             raise SourceFileError(name, number, str(refusal)) from None
     if draft is None:
         raise SourceFileError(name, 1, "no header line: the file is empty or blank")
-    return _finish(draft, name)
+    return _finish(draft, name, strict)
 
 
 def _load(raw: bytes) -> dict[str, Any] | None:
@@ -556,7 +561,7 @@ def _read_question(draft: _Draft, record: dict[str, Any], number: int) -> None:
     draft.questions.append((number, question))
 
 
-def _finish(draft: _Draft, name: str) -> SourceFile:
+def _finish(draft: _Draft, name: str, strict: bool = True) -> SourceFile:
     """The checks that need the whole file: passage attachment, ranges, alias targets."""
 
     def refuse(line: int, detail: str) -> SourceFileError:
@@ -576,7 +581,7 @@ def _finish(draft: _Draft, name: str) -> SourceFile:
                     f"{kind} cites a paragraph but the file has no passage line to attach it to"
                 )
                 raise refuse(lines[0][0], detail)
-    else:
+    elif strict:
         count = len(split_paragraphs(draft.passage.text))
         for line, paragraph, kind in sorted(cited):
             if paragraph >= count:
@@ -590,7 +595,7 @@ def _finish(draft: _Draft, name: str) -> SourceFile:
     names = {"concept": concepts, "label": {a.label for _, a in draft.associations}}
     for line, alias in draft.aliases:
         used = names[alias.kind]
-        if alias.canonical not in used:
+        if strict and alias.canonical not in used:
             raise refuse(
                 line,
                 f"canonical {_quote(alias.canonical)} names no {alias.kind} the associations use",

@@ -1,54 +1,105 @@
-"""The claims ledger as a Ray actor: one copy of what earlier segments settled.
+"""The claims ledger as a Ray actor: segments commit through it in name order.
 
-The driver folds finished segments into it in name order, in batches it does
-not wait for; workers look up only the spellings a segment's aliases use, as
-of that segment's window, and a lookup waits until every segment it may see
-has been folded. Batches may arrive out of order: each is held until the
-segments before it are in, since the first claim of a spelling wins.
+Segment *i*'s aliases are judged against what every segment ``0 .. i-1``
+settled (ADR 0019). Extraction stays parallel; only the judgement is serial,
+and it runs here, in one event loop, so the chain from one segment's commit
+to the next crosses no process: a worker sends its `Proposal` once its
+answers are in and is answered once every earlier segment has settled.
+The driver settles the segments no worker commits (skipped: its existing
+file's names; refused or failed: nothing), in batches, in any order, and
+abandons the first segment a stopped run will not settle, which answers every
+later turn with None: nothing after it is written, so a stopped run leaves a
+name-order prefix.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 
 import ray
 
-from taguru_ray.pipeline.claims import ClaimLedger
+from taguru_ray.pipeline.claims import ClaimLedger, Proposal, Verdict, judge
 from taguru_ray.pipeline.steer import Contribution
 
 CONTEXT_INDEX = -1  # the --vocabulary export: folded before every segment
 
 
-@ray.remote(num_cpus=0, max_concurrency=1000)
+@dataclass
+class CommitOrder:
+    """The sequencer itself, free of Ray: testable on one event loop."""
+
+    claims: ClaimLedger = field(default_factory=ClaimLedger)
+    next: int = 0  # segments below this index have settled
+    horizon: int | None = None  # the first segment this run will never settle
+    _held: dict[int, Contribution] = field(default_factory=dict)
+    _turns: dict[int, list[tuple[Proposal, asyncio.Future[Verdict | None]]]] = field(
+        default_factory=dict
+    )
+
+    def settle(self, settled: list[tuple[int, Contribution]]) -> None:
+        """Segments no worker commits; one settled already (it committed, then its
+        worker died and the driver gave up on it) keeps what it settled."""
+        for index, contribution in settled:
+            if index == CONTEXT_INDEX:
+                self.claims.absorb(index, contribution)
+            elif index >= self.next:
+                self._held.setdefault(index, contribution)
+        self._advance()
+
+    async def commit(self, index: int, proposal: Proposal) -> Verdict | None:
+        """Wait for the turn of segment `index`; None when the run stopped before it."""
+        if index < self.next:  # settled already: a resubmitted segment gets the same answer
+            return judge(proposal, self.claims.lookups(proposal.queries(), index))
+        if self.horizon is not None and index > self.horizon:
+            return None
+        future: asyncio.Future[Verdict | None] = asyncio.get_running_loop().create_future()
+        self._turns.setdefault(index, []).append((proposal, future))
+        self._advance()
+        return await future
+
+    def abandon(self, index: int) -> None:
+        """Segment `index` will not settle in this run: no later segment may commit."""
+        self.horizon = index if self.horizon is None else min(self.horizon, index)
+        for waiting in [i for i in self._turns if i > self.horizon]:
+            for _, future in self._turns.pop(waiting):
+                if not future.done():
+                    future.set_result(None)
+
+    def _advance(self) -> None:
+        while True:
+            turns = self._turns.pop(self.next, None)
+            if turns:
+                # The first proposal to arrive settles the segment; a second (its worker
+                # died and it was resubmitted) is judged against the same claims.
+                verdicts = [
+                    judge(proposal, self.claims.lookups(proposal.queries(), self.next))
+                    for proposal, _ in turns
+                ]
+                self.claims.absorb(self.next, verdicts[0].contribution)
+                self._held.pop(self.next, None)
+                for (_, future), verdict in zip(turns, verdicts, strict=True):
+                    if not future.done():
+                        future.set_result(verdict)
+            elif self.next in self._held:
+                self.claims.absorb(self.next, self._held.pop(self.next))
+            else:
+                return
+            self.next += 1
+
+
+@ray.remote(num_cpus=0, max_concurrency=10_000)
 class Ledger:
-    """Async, so calls interleave on one event loop and never race on the ledger."""
+    """Async, so calls interleave on one event loop and never race on the order."""
 
     def __init__(self) -> None:
-        self._claims = ClaimLedger()
-        self._next = 0  # segments below this index are folded
-        self._held: dict[int, Contribution] = {}
-        self._folded: asyncio.Condition | None = None
+        self._order = CommitOrder()
 
-    def _condition(self) -> asyncio.Condition:
-        if self._folded is None:  # created on the actor's event loop
-            self._folded = asyncio.Condition()
-        return self._folded
+    async def settle(self, settled: list[tuple[int, Contribution]]) -> None:
+        self._order.settle(settled)
 
-    async def absorb(self, folded: list[tuple[int, Contribution]]) -> None:
-        for index, contribution in folded:
-            if index == CONTEXT_INDEX:
-                self._claims.absorb(index, contribution)
-            else:
-                self._held[index] = contribution
-        while self._next in self._held:
-            self._claims.absorb(self._next, self._held.pop(self._next))
-            self._next += 1
-        async with self._condition():
-            self._condition().notify_all()
+    async def commit(self, index: int, proposal: Proposal) -> Verdict | None:
+        return await self._order.commit(index, proposal)
 
-    async def lookups(
-        self, queries: list[tuple[str, str]], upto: int
-    ) -> dict[tuple[str, str], str]:
-        async with self._condition():
-            await self._condition().wait_for(lambda: self._next >= upto)
-        return self._claims.lookups(queries, upto)
+    async def abandon(self, index: int) -> None:
+        self._order.abandon(index)

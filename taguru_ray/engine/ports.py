@@ -11,14 +11,17 @@ from typing import Any, Protocol
 from taguru_ray.contract.records import Record
 from taguru_ray.engine.piece import Complete, NextSeq
 from taguru_ray.engine.replay import Replayer
+from taguru_ray.pipeline.claims import Proposal, Verdict, judge_alone
 from taguru_ray.pipeline.steer import Contribution, LabelUse
 
-ClaimsLookup = Callable[[list[tuple[str, str]]], Awaitable[dict[tuple[str, str], str]]]
+# The commit turn (`engine.ledger`): the verdict once every earlier segment settled,
+# None when the run stopped before this segment's turn came.
+CommitTurn = Callable[[Proposal], Awaitable[Verdict | None]]
 
 
-async def no_claims(queries: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """The claims lookup of a segment no earlier segment precedes."""
-    return {}
+async def commit_alone(proposal: Proposal) -> Verdict | None:
+    """The commit turn of a segment no earlier segment precedes."""
+    return judge_alone(proposal)
 
 
 @dataclass
@@ -49,7 +52,6 @@ class SegmentJob:
     data: bytes
     written_id: str
     vocabulary: tuple[LabelUse, ...]
-    claims_upto: int = 0  # segments below this index are visible to the rewire check
 
 
 @dataclass
@@ -105,10 +107,11 @@ class SegmentRecorder(Protocol):
 
 @dataclass(frozen=True)
 class Model:
-    """The ports to the model side: completions, the attempt counter, claims, the rung."""
+    """The ports to the model side: completions, the attempt counter, the commit turn, the
+    rung."""
 
     complete: Complete
     next_seq: NextSeq
-    claims: ClaimsLookup = no_claims
+    commit: CommitTurn = commit_alone
     rung: RungPort = field(default_factory=lambda: FixedRung(None))
     replay: Replayer | None = None  # --replay / --resume-from: recorded answers first

@@ -42,7 +42,7 @@ from taguru_ray.engine.scan import (
 )
 from taguru_ray.engine.segment import FAILURE_PREFIX
 from taguru_ray.engine.watchdog import Watchdog
-from taguru_ray.engine.window import SKIPPED, OrderedReport, SegmentWindow
+from taguru_ray.engine.window import OrderedReport, SegmentWindow
 from taguru_ray.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
 from taguru_ray.llm.client import ChatClient, open_session
 from taguru_ray.llm.ladder import PINNED, PROMPTED, probe
@@ -54,8 +54,8 @@ from taguru_ray.store.outdir import OutDir
 from taguru_ray.store.run_inputs import RunInputs
 from taguru_ray.store.vocabulary import contribution
 
-FOLD_BATCH = 64  # folded segments per claims-ledger call
-FOLD_DELAY_S = 0.02  # the longest a folded segment waits to be sent
+SETTLE_BATCH = 64  # settled segments per claims-ledger call
+SETTLE_DELAY_S = 0.02  # the longest a failed segment's settling waits to be sent
 RESUBMITS = 3  # a segment whose worker dies this often fails, named
 STOPPED_TAIL = " — stopped early, chunk checkpoints saved; rerun to resume"
 WORKER_DEATHS = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError)
@@ -85,7 +85,7 @@ class ExtractRun:
         self.reached = 0
         self.started = time.monotonic()
         self._limit_changes_seen = 0
-        self._unsent_folds: list[tuple[int, Contribution]] = []
+        self._unsent: list[tuple[int, Contribution]] = []  # failed segments, for the ledger
         self._used: set[int] = set()  # workers that were handed a segment
         self._skippable = not settings.force and not settings.bypasses_store
         self._coverage = settings.coverage
@@ -93,7 +93,7 @@ class ExtractRun:
         self._readers: ThreadPoolExecutor | None = None
         self._handover = threading.Event()
         self._existing: Container[str] = ()
-        self._fold_timer: asyncio.TimerHandle | None = None
+        self._settle_timer: asyncio.TimerHandle | None = None
 
     def _existing_contribution(self, index: int) -> Contribution:
         """What skipped segment `index` offers: its source file's labels and names."""
@@ -139,7 +139,7 @@ class ExtractRun:
         )
         self.ledger = Ledger.options(**here("ledger")).remote()
         if self._seed is not None:
-            await self.ledger.absorb.remote([(CONTEXT_INDEX, self._seed)])
+            await self.ledger.settle.remote([(CONTEXT_INDEX, self._seed)])
         diagnostics = (
             DiagnosticsWriter.options(**here("diagnostics")).remote(
                 settings.diagnostics_out, self.run_id, dict(settings.storage_env)
@@ -257,14 +257,14 @@ class ExtractRun:
         lines = [("out", skip_line(scanned.source))]
         lines.extend(("err", line) for line in gaps)
         self.report.add(scanned.index, lines)
-        self.window.finish(scanned.index, SKIPPED)
+        self.window.skipped(scanned.index)
 
     def _refused(self, scanned: Scanned) -> None:
         self.reached = scanned.index + 1
         self.tally.failed += 1
         why = scanned.refusal or "unreadable"
         self.report.add(scanned.index, [("err", f"{FAILURE_PREFIX}{scanned.source}: {why}")])
-        self.window.finish(scanned.index, Contribution())
+        self.window.refused(scanned.index)
 
     async def _dispatch(self) -> None:
         tasks: list[asyncio.Task[None]] = []
@@ -280,42 +280,61 @@ class ExtractRun:
                 continue
             index = scanned.index
             self.reached = index + 1
+            self.window.dispatched(index)
             await self.window.wait_eligible(index)
             if self.stopping:
                 self.reached = index
                 break
+            await self._share_below(index)
             vocabulary = self.window.vocabulary_for(index)
-            self._send_folds(self.window.drain_folded())
-            job = SegmentJob(
-                index,
-                scanned.source,
-                scanned.data,
-                scanned.written_id,
-                vocabulary,
-                self.window.claims_upto(index),
-            )
+            job = SegmentJob(index, scanned.source, scanned.data, scanned.written_id, vocabulary)
             tasks.append(asyncio.create_task(self._extract(job)))
-        self._send_folds([], now=True)
+        if self.stopping:  # nothing from the first segment not dispatched on may commit
+            self.ledger.abandon.remote(self.reached)
+        self._send_settled([], now=True)
         await asyncio.gather(*tasks)
 
-    def _send_folds(self, folded: list[tuple[int, Contribution]], *, now: bool = False) -> None:
-        """Hand folded segments to the claims ledger in batches, without waiting: a lookup
-        there waits for the segments it may see, and a batch leaves within FOLD_DELAY_S."""
-        self._unsent_folds.extend(folded)
-        if not self._unsent_folds:
-            return
-        if now or len(self._unsent_folds) >= FOLD_BATCH:
-            self.ledger.absorb.remote(self._unsent_folds)
-            self._unsent_folds = []
-            if self._fold_timer is not None:
-                self._fold_timer.cancel()
-                self._fold_timer = None
-        elif self._fold_timer is None:
-            self._fold_timer = asyncio.get_running_loop().call_later(FOLD_DELAY_S, self._fold_due)
+    async def _share_below(self, index: int) -> None:
+        """Settle at the claims ledger every segment below `index` no worker commits there:
+        a skipped one offers its existing file's names (read on a thread, kept for the
+        label fold), a refused one nothing. Segment `index` then commits itself."""
+        window = self.window
+        while pending := window.unshared(index, SETTLE_BATCH):
+            settled = (
+                await asyncio.to_thread(self._offers, pending)
+                if not all(refused for _, refused in pending)
+                else [(k, Contribution()) for k, _ in pending]
+            )
+            window.resolved(settled)
+            self.ledger.settle.remote(settled)
+            window.fold_upto(min(window.shared, window.vocabulary_upto(index)))
+        window.commits(index)
 
-    def _fold_due(self) -> None:
-        self._fold_timer = None
-        self._send_folds([], now=True)
+    def _offers(self, pending: list[tuple[int, bool]]) -> list[tuple[int, Contribution]]:
+        return [
+            (index, Contribution() if refused else self._existing_contribution(index))
+            for index, refused in pending
+        ]
+
+    def _send_settled(self, settled: list[tuple[int, Contribution]], *, now: bool = False) -> None:
+        """Settle failed segments at the claims ledger in batches, without waiting: the
+        turns behind one wait for it, and a batch leaves within SETTLE_DELAY_S."""
+        self._unsent.extend(settled)
+        if not self._unsent:
+            return
+        if now or len(self._unsent) >= SETTLE_BATCH:
+            self.ledger.settle.remote(self._unsent)
+            self._unsent = []
+            if self._settle_timer is not None:
+                self._settle_timer.cancel()
+                self._settle_timer = None
+        elif self._settle_timer is None:
+            loop = asyncio.get_running_loop()
+            self._settle_timer = loop.call_later(SETTLE_DELAY_S, self._settle_due)
+
+    def _settle_due(self) -> None:
+        self._settle_timer = None
+        self._send_settled([], now=True)
 
     async def _resolve_rung(self) -> str | None:
         """The run's starting rung: none off the ladder, the pinned one, or `auto`'s probe."""
@@ -345,8 +364,10 @@ class ExtractRun:
             lines.append(("out", outcome.report or ""))
         elif outcome.status == "interrupted":
             self.tally.interrupted += 1
+            self.ledger.abandon.remote(job.index)  # no later segment may commit now
         else:
             self.tally.failed += 1
+            self._send_settled([(job.index, Contribution())])  # a failed one settles nothing
         self.report.add(job.index, lines)
         self.window.finish(job.index, outcome.contribution)
 

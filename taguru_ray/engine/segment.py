@@ -71,7 +71,7 @@ from taguru_ray.pipeline.read import Segment, SegmentRefused, read_segment, reda
 from taguru_ray.pipeline.reconcile import (
     PieceState,
     StandingIssue,
-    claim_queries,
+    proposal_of,
     prune_claimed,
     prune_dangling,
     prune_standing,
@@ -254,6 +254,15 @@ async def extract_segment(
             await _reconcile(run, pieces)
         except Stopped:
             run.interrupted = True
+    contribution = Contribution()
+    if not run.failures and not run.interrupted:
+        # The commit turn (ADR 0019): judged against every earlier segment, in name order.
+        verdict = await model.commit(proposal_of(pieces, _merge_rules(run)))
+        if verdict is None:
+            run.interrupted = True
+        else:
+            prune_claimed(pieces, verdict.pruned)
+            contribution = verdict.contribution
     outcome.completions = run.completions
     outcome.notes.extend(run.notes)
     if run.interrupted and not run.failures:
@@ -317,9 +326,7 @@ async def extract_segment(
         questions=settings.questions > 0,
         lossy=settings.lossy,
     )
-    outcome.contribution = Contribution.of(
-        (a for a, _ in extraction.associations), (a for a, _ in extraction.aliases)
-    )
+    outcome.contribution = contribution
     return outcome
 
 
@@ -573,7 +580,6 @@ async def _reconcile(run: _Run, pieces: list[PieceState]) -> None:
         )
         return
     prune_dangling(pieces)
-    prune_claimed(pieces, await run.model.claims(claim_queries(pieces)))
 
 
 async def _chunk_context(run: _Run) -> None:
@@ -644,8 +650,9 @@ async def _log_system(run: _Run, system: str) -> None:
 def _write(run: _Run, pieces: list[PieceState]) -> tuple[Extraction, bytes, bytes, list[Gap]]:
     """merge → render → verify, and the trace that describes them (with --coverage's gaps)."""
     settings = run.settings
-    rules = MergeRules(len(run.segment.paragraphs), settings.questions, not settings.no_passage)
-    extraction = merge([MergeInput(state.piece_id, state.output) for state in pieces], rules)
+    extraction = merge(
+        [MergeInput(state.piece_id, state.output) for state in pieces], _merge_rules(run)
+    )
     rendered = render(
         extraction,
         HeaderFields(run.job.written_id, settings.context, settings.name, settings.description),
@@ -680,6 +687,11 @@ def _write(run: _Run, pieces: list[PieceState]) -> tuple[Extraction, bytes, byte
         gaps = uncovered(run.segment.paragraphs, (a for a, _ in extraction.associations))
         trace.extend(uncovered_records(gaps, run.segment.paragraphs, run.chunks))
     return extraction, rendered.data, dumps_lines(trace), gaps
+
+
+def _merge_rules(run: _Run) -> MergeRules:
+    settings = run.settings
+    return MergeRules(len(run.segment.paragraphs), settings.questions, not settings.no_passage)
 
 
 class Leaked(Exception):

@@ -31,6 +31,7 @@ from taguru_ray.engine.segment import extract_segment
 from taguru_ray.llm.admission import set_priority
 from taguru_ray.llm.client import ChatClient, Completion, CompletionRequest, open_session
 from taguru_ray.llm.gateway import GatewayAdmission, GatewayRung
+from taguru_ray.pipeline.claims import Proposal, Verdict
 from taguru_ray.settings import Settings
 from taguru_ray.store.logs import Sidecar
 from taguru_ray.store.outdir import OutDir
@@ -145,16 +146,14 @@ class SegmentWorker:
             )
         )
 
-        async def claims(queries: list[tuple[str, str]]) -> dict[tuple[str, str], str]:
-            if not queries:
-                return {}
-            return await self._ledger.lookups.remote(queries, job.claims_upto)
+        async def commit(proposal: Proposal) -> Verdict | None:
+            return await self._ledger.commit.remote(job.index, proposal)
 
         live = self._chat().complete if self._settings.endpoints else None
         model = Model(
             live or _no_endpoint,
             self._admission.next_attempt_seq,
-            claims,
+            commit,
             GatewayRung(self._gateway, self._admission),
         )
         mode = self._settings.replay_mode

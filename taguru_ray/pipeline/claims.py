@@ -4,17 +4,24 @@ Import interns every name a source file uses and routes every alias spelling
 to its canonical's record; an alias whose spelling an earlier file already
 routes elsewhere is refused (one spelling, one referent), stopping the import
 stream. So an alias that would rewire a claimed spelling is pruned at
-extraction time, with accounting (seed 000, issue #758). The ledger folds
-segments in name order; segment *i* sees the claims of segments ``0 .. i-W``
-only (`upto`), whatever later segments have been folded since.
+extraction time, with accounting (seed 000, issue #758).
+
+Segments commit in name order (ADR 0019): segment *i* is judged against the
+claims of every segment ``0 .. i-1`` (and the --vocabulary context), never a
+lagging view, so what it writes imports after all of them whatever the
+window. `judge` is that turn: which of a segment's aliases are pruned, and
+what the segment then hands later segments — computed by the same merge code
+that renders its source file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from taguru_ray.contract.rust_text import quote_for_issue
+from taguru_ray.pipeline.merge import merge_aliases
 from taguru_ray.pipeline.steer import Contribution
 
 NAMESPACES = ("concept", "label")
@@ -72,3 +79,71 @@ def rewires(spelling: str, canonical: str, kind: str, claimed: dict[tuple[str, s
     if existing is None:
         return False
     return existing != claimed.get((kind, canonical), canonical)
+
+
+@dataclass(frozen=True)
+class AliasItem:
+    """One alias of a segment's accepted answers, where it sits, as answered."""
+
+    piece: int  # the piece's position in merge order
+    index: int  # its index among that piece's aliases
+    piece_id: str
+    raw: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What a segment brings to its commit turn: what its associations settle (merge's
+    kept associations; aliases never change them) and every alias, in merge order."""
+
+    base: Contribution
+    aliases: tuple[AliasItem, ...] = ()
+
+    def queries(self) -> list[tuple[str, str]]:
+        """The (namespace, spelling) pairs the rewire check looks up."""
+        found: dict[tuple[str, str], None] = {}
+        for item in self.aliases:
+            kind, spelling, canonical = _fields(item.raw)
+            if kind in NAMESPACES and spelling and canonical:
+                found.setdefault((kind, spelling))
+                found.setdefault((kind, canonical))
+        return list(found)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The commit turn's answer: the aliases to prune, by (piece, index), and what the
+    segment's source file then settles for every later segment."""
+
+    pruned: tuple[tuple[int, int], ...]
+    contribution: Contribution
+
+
+def judge(proposal: Proposal, claimed: dict[tuple[str, str], str]) -> Verdict:
+    """Prune what would rewire a claimed spelling; the rest is adopted as merge adopts it."""
+    pruned: list[tuple[int, int]] = []
+    kept: list[tuple[str, dict[str, Any]]] = []
+    for item in proposal.aliases:
+        kind, spelling, canonical = _fields(item.raw)
+        if (
+            kind in NAMESPACES
+            and spelling
+            and canonical
+            and rewires(spelling, canonical, kind, claimed)
+        ):
+            pruned.append((item.piece, item.index))
+        else:
+            kept.append((item.piece_id, item.raw))
+    concepts = frozenset(proposal.base.concept_names)
+    labels = frozenset(proposal.base.label_names)
+    adopted, _ = merge_aliases(kept, concepts, labels)
+    return Verdict(tuple(pruned), proposal.base.with_aliases(alias for alias, _ in adopted))
+
+
+def judge_alone(proposal: Proposal) -> Verdict:
+    """The verdict for a segment nothing precedes (no ledger, as in unit tests)."""
+    return judge(proposal, {})
+
+
+def _fields(raw: dict[str, Any]) -> tuple[Any, Any, Any]:
+    return raw.get("kind"), raw.get("alias"), raw.get("canonical")

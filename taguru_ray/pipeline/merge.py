@@ -10,7 +10,7 @@ into their first occurrence (reason ``duplicate``). Nothing leaves silently.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -75,8 +75,33 @@ def merge(pieces: Sequence[MergeInput], rules: MergeRules) -> Extraction:
     result = Extraction()
     _merge_associations(pieces, rules, result)
     _merge_questions(pieces, rules, result)
-    _merge_aliases(pieces, result)
+    names = concept_and_label_names(a for a, _ in result.associations)
+    items = ((piece.piece_id, raw) for piece in pieces for raw in piece.output.aliases)
+    aliases, losses = merge_aliases(items, *names)
+    result.aliases.extend(aliases)
+    result.losses.extend(losses)
     return result
+
+
+def merge_associations(pieces: Sequence[MergeInput], rules: MergeRules) -> list[Association]:
+    """The associations merge keeps (aliases never change which): what the commit step
+    proposes before the rewire check decides the aliases."""
+    result = Extraction()
+    _merge_associations(pieces, rules, result)
+    return [association for association, _ in result.associations]
+
+
+def concept_and_label_names(
+    associations: Iterable[Association],
+) -> tuple[frozenset[str], frozenset[str]]:
+    """The concept names (subjects and objects) and labels an alias may settle on."""
+    concepts: set[str] = set()
+    labels: set[str] = set()
+    for association in associations:
+        concepts.add(association.subject)
+        concepts.add(association.object)
+        labels.add(association.label)
+    return frozenset(concepts), frozenset(labels)
 
 
 def _name(value: Any) -> str | None:
@@ -196,49 +221,56 @@ def _merge_questions(pieces: Sequence[MergeInput], rules: MergeRules, result: Ex
             result.questions.append((Question(cited, text), piece.piece_id))
 
 
-def _merge_aliases(pieces: Sequence[MergeInput], result: Extraction) -> None:
+def merge_aliases(
+    items: Iterable[tuple[str, dict[str, Any]]],
+    concepts: frozenset[str],
+    labels: frozenset[str],
+) -> tuple[list[tuple[Alias, str]], list[Loss]]:
     """Adopt an alias only when import would: its canonical is a name this file's
-    associations use in that namespace, and its spelling is not itself one."""
-    concepts = {a.subject for a, _ in result.associations} | {
-        a.object for a, _ in result.associations
-    }
-    labels = {a.label for a, _ in result.associations}
+    associations use in that namespace, and its spelling is not itself one.
+
+    `items` are (piece id, alias as answered) in merge order. One function for
+    merge and for the claims ledger's commit, so what a segment hands later
+    segments is exactly what its source file holds.
+    """
+    adopted: list[tuple[Alias, str]] = []
+    losses: list[Loss] = []
     mapped: dict[tuple[str, str], tuple[str, str]] = {}  # (kind, alias) -> (canonical, piece)
-    for piece in pieces:
-        for raw in piece.output.aliases:
-            alias, canonical, kind = (
-                _name(raw.get("alias")),
-                _name(raw.get("canonical")),
-                raw.get("kind"),
-            )
-            names = concepts if kind == "concept" else labels
-            rule = None
-            if alias is None or canonical is None or kind not in ("concept", "label"):
-                rule = "alias is missing a spelling, a canonical or a valid kind"
-            elif alias == canonical:
-                rule = "alias equals its canonical"
-            elif canonical not in names:
-                rule = f'canonical "{canonical}" names nothing the associations contain'
-            elif alias in names:
-                rule = f'alias "{alias}" names something the associations already contain'
-            elif (kind, alias) in mapped and mapped[(kind, alias)][0] != canonical:
-                first = mapped[(kind, alias)][0]
-                rule = f'conflicts with an earlier alias mapping "{alias}" to "{first}"'
-            if rule is not None:
-                result.losses.append(Loss("alias", "dropped", rule, raw, piece.piece_id))
-                continue
-            assert alias is not None and canonical is not None
-            if (kind, alias) in mapped:
-                result.losses.append(
-                    Loss(
-                        "alias",
-                        "duplicate",
-                        "duplicate alias folded",
-                        raw,
-                        piece.piece_id,
-                        kept_piece_id=mapped[(kind, alias)][1],
-                    )
+    for piece_id, raw in items:
+        alias, canonical, kind = (
+            _name(raw.get("alias")),
+            _name(raw.get("canonical")),
+            raw.get("kind"),
+        )
+        names = concepts if kind == "concept" else labels
+        rule = None
+        if alias is None or canonical is None or kind not in ("concept", "label"):
+            rule = "alias is missing a spelling, a canonical or a valid kind"
+        elif alias == canonical:
+            rule = "alias equals its canonical"
+        elif canonical not in names:
+            rule = f'canonical "{canonical}" names nothing the associations contain'
+        elif alias in names:
+            rule = f'alias "{alias}" names something the associations already contain'
+        elif (kind, alias) in mapped and mapped[(kind, alias)][0] != canonical:
+            first = mapped[(kind, alias)][0]
+            rule = f'conflicts with an earlier alias mapping "{alias}" to "{first}"'
+        if rule is not None:
+            losses.append(Loss("alias", "dropped", rule, raw, piece_id))
+            continue
+        assert alias is not None and canonical is not None
+        if (kind, alias) in mapped:
+            losses.append(
+                Loss(
+                    "alias",
+                    "duplicate",
+                    "duplicate alias folded",
+                    raw,
+                    piece_id,
+                    kept_piece_id=mapped[(kind, alias)][1],
                 )
-                continue
-            mapped[(kind, alias)] = (canonical, piece.piece_id)
-            result.aliases.append((Alias(alias, canonical, kind), piece.piece_id))
+            )
+            continue
+        mapped[(kind, alias)] = (canonical, piece_id)
+        adopted.append((Alias(alias, canonical, kind), piece_id))
+    return adopted, losses

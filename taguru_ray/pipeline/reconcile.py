@@ -22,11 +22,13 @@ from typing import Any
 
 from taguru_ray.contract.context_schema import ContextSchema
 from taguru_ray.contract.piece_output import PieceOutput
-from taguru_ray.pipeline.claims import rewire_reason, rewires
+from taguru_ray.pipeline.claims import AliasItem, Proposal, rewire_reason
 from taguru_ray.pipeline.cross_items import cross_output_issues, dangling_aliases
 from taguru_ray.pipeline.mechanical import Removal
+from taguru_ray.pipeline.merge import MergeInput, MergeRules, merge_associations
 from taguru_ray.pipeline.plan import Piece
 from taguru_ray.pipeline.schema_check import schema_issues_by_output
+from taguru_ray.pipeline.steer import Contribution
 
 STILL_STANDING = " — still so after the corrective turn; removed"
 
@@ -127,30 +129,29 @@ def prune_dangling(pieces: Sequence[PieceState]) -> None:
         )
 
 
-def claim_queries(pieces: Sequence[PieceState]) -> list[tuple[str, str]]:
-    """The (namespace, spelling) pairs the rewire check must look up."""
-    queries: dict[tuple[str, str], None] = {}
-    for piece in pieces:
-        for item in piece.output.aliases:
-            kind = item.get("kind")
-            if kind in ("concept", "label") and item.get("alias") and item.get("canonical"):
-                queries.setdefault((kind, item["alias"]))
-                queries.setdefault((kind, item["canonical"]))
-    return list(queries)
+def proposal_of(pieces: Sequence[PieceState], rules: MergeRules) -> Proposal:
+    """What the segment brings to its commit turn (`claims.judge`)."""
+    inputs = [MergeInput(piece.piece_id, piece.output) for piece in pieces]
+    return Proposal(
+        Contribution.of_associations(merge_associations(inputs, rules)),
+        tuple(
+            AliasItem(position, index, piece.piece_id, item)
+            for position, piece in enumerate(pieces)
+            for index, item in enumerate(piece.output.aliases)
+        ),
+    )
 
 
-def prune_claimed(pieces: Sequence[PieceState], claimed: dict[tuple[str, str], str]) -> None:
-    """Remove aliases that would route a spelling an earlier segment claimed elsewhere."""
-    for piece in pieces:
-        doomed = []
-        for index, item in enumerate(piece.output.aliases):
-            spelling, canonical, kind = item.get("alias"), item.get("canonical"), item.get("kind")
-            if (
-                spelling
-                and canonical
-                and kind in ("concept", "label")
-                and rewires(spelling, canonical, kind, claimed)
-            ):
-                reason = rewire_reason(spelling, kind)
-                doomed.append((index, Removal(f"aliases[{index}]", reason, item)))
-        piece.drop_aliases(doomed)
+def prune_claimed(pieces: Sequence[PieceState], pruned: Sequence[tuple[int, int]]) -> None:
+    """Remove the aliases the commit turn found would route a claimed spelling elsewhere."""
+    doomed: dict[int, list[int]] = {}
+    for position, index in pruned:
+        doomed.setdefault(position, []).append(index)
+    for position, indexes in sorted(doomed.items()):
+        piece = pieces[position]
+        removals = []
+        for index in sorted(indexes):
+            item = piece.output.aliases[index]
+            reason = rewire_reason(item["alias"], item["kind"])
+            removals.append((index, Removal(f"aliases[{index}]", reason, item)))
+        piece.drop_aliases(removals)

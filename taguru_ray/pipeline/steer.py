@@ -10,6 +10,7 @@ canonical. The fold over segments is `LabelLedger`; which segments feed it
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -46,20 +47,35 @@ class Contribution:
 
     @staticmethod
     def of(associations: Iterable[Association], aliases: Iterable[Alias]) -> Contribution:
-        associations, aliases = list(associations), list(aliases)
+        return Contribution.of_associations(associations).with_aliases(aliases)
+
+    @staticmethod
+    def of_associations(associations: Iterable[Association]) -> Contribution:
+        """What the associations alone settle: aliases are decided at the commit turn."""
+        associations = list(associations)
         counts: dict[str, int] = {}
         concepts: dict[str, None] = {}
         for association in associations:
             counts[association.label] = counts.get(association.label, 0) + 1
             concepts.setdefault(association.subject)
             concepts.setdefault(association.object)
-        for alias in aliases:
-            if alias.kind == "label":
-                counts[alias.canonical] = counts.get(alias.canonical, 0) + 1
         return Contribution(
             labels=tuple(LabelUse(label, n) for label, n in counts.items()),
             concept_names=tuple(concepts),
             label_names=tuple(dict.fromkeys(a.label for a in associations)),
+        )
+
+    def with_aliases(self, aliases: Iterable[Alias]) -> Contribution:
+        """This contribution plus the aliases the source file holds (a label alias counts
+        one more use of its canonical)."""
+        aliases = list(aliases)
+        counts = {use.label: use.count for use in self.labels}
+        for alias in aliases:
+            if alias.kind == "label":
+                counts[alias.canonical] = counts.get(alias.canonical, 0) + 1
+        return dataclasses.replace(
+            self,
+            labels=tuple(LabelUse(label, n) for label, n in counts.items()),
             concept_aliases=tuple(
                 sorted((a.alias, a.canonical) for a in aliases if a.kind == "concept")
             ),

@@ -39,6 +39,11 @@ plain answer goes out, and so it does for `fabricated` and `foreign`):
   names (a Stage 2 conflict).
 - `dangling_alias`: an alias whose canonical names nothing (a Stage 2 prune).
 
+A rule may carry an `answer` instead of a `fault`: the content to answer with,
+verbatim (a JSON object is sent as its compact text), `finish_reason: "stop"`
+— a scripted model whose answers do not depend on the prompt, counted under
+the outcome `scripted`.
+
 Wire faults, which fire only when the request asks for a
 `{"type": "json_schema"}` response_format (otherwise the request is served
 normally):
@@ -96,7 +101,9 @@ RUNAWAY_BYTES = 20 * 1024
 # the request's text is the fabricated object.
 _FABRICATED_NAMES = ("MongoDB", "Cassandra", "Kubernetes cluster autoscaler", "Elasticsearch")
 
-_RULE_KEYS = frozenset({"match", "fault", "times", "after", "retry_after", "stall_seconds"})
+_RULE_KEYS = frozenset(
+    {"match", "fault", "answer", "times", "after", "retry_after", "stall_seconds"}
+)
 
 
 class ScriptError(ValueError):
@@ -107,9 +114,10 @@ class ScriptError(ValueError):
 class Fault:
     """The fault chosen for one request; None fields take the server default."""
 
-    kind: FaultKind
+    kind: FaultKind | None
     retry_after: float | None = None
     stall_seconds: float | None = None
+    answer: str | None = None  # a scripted answer (kind None)
 
 
 @dataclass(frozen=True)
@@ -122,21 +130,22 @@ class Completion:
 
 @dataclass(frozen=True)
 class ScriptRule:
-    """One request-matched rule (`match` absent = every request)."""
+    """One request-matched rule (`match` absent = every request): a fault, or an answer."""
 
-    fault: FaultKind
+    fault: FaultKind | None
     match: str | None = None
     times: int | None = None
     after: int = 0
     retry_after: float | None = None
     stall_seconds: float | None = None
+    answer: str | None = None
 
     def matches(self, user_turn: str) -> bool:
         return self.match is None or self.match in user_turn
 
     def to_json(self) -> dict[str, Any]:
         """The rule as the object it was written as (defaults left out)."""
-        out: dict[str, Any] = {"fault": self.fault}
+        out: dict[str, Any] = {"fault": self.fault} if self.fault else {"answer": self.answer}
         if self.match is not None:
             out["match"] = self.match
         if self.times is not None:
@@ -160,10 +169,18 @@ def parse_rule(value: object, where: str = "") -> ScriptRule:
         raise ScriptError(
             f"{prefix}unknown key {unknown[0]!r} (known: {', '.join(sorted(_RULE_KEYS))})"
         )
+    answer = value.get("answer")
+    if answer is not None:
+        if "fault" in value:
+            raise ScriptError(f"{prefix}give a 'fault' or an 'answer', not both")
+        if isinstance(answer, Mapping):
+            answer = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+        if not isinstance(answer, str):
+            raise ScriptError(f"{prefix}'answer' must be a string or an object")
     fault = value.get("fault")
     if isinstance(fault, int) and not isinstance(fault, bool):
         fault = str(fault)
-    if fault not in FAULT_KINDS:
+    if answer is None and fault not in FAULT_KINDS:
         raise ScriptError(
             f"{prefix}'fault' must be one of {', '.join(FAULT_KINDS)}, got {json.dumps(fault)}"
         )
@@ -177,6 +194,7 @@ def parse_rule(value: object, where: str = "") -> ScriptRule:
         after=_count(value, "after", prefix) or 0,
         retry_after=_seconds(value, "retry_after", prefix),
         stall_seconds=_seconds(value, "stall_seconds", prefix),
+        answer=answer,
     )
 
 
@@ -251,7 +269,7 @@ class Script:
                     continue
                 if rule.times is not None and seen >= rule.after + rule.times:
                     continue
-                return Fault(rule.fault, rule.retry_after, rule.stall_seconds)
+                return Fault(rule.fault, rule.retry_after, rule.stall_seconds, rule.answer)
         return None
 
 

@@ -37,6 +37,7 @@ from taguru_ray.simulate.answers import (
 from taguru_ray.simulate.faults import (
     HTTP_FAULTS,
     SCHEMA_FAULTS,
+    Completion,
     Fault,
     FaultKind,
     Script,
@@ -329,11 +330,15 @@ async def _chat_completions(request: web.Request) -> web.Response:
         return _http_fault(fault, sim.config)
 
     kind = fault.kind if fault else None
-    completion = completion_for(kind, answer(parsed.messages), user_turn or "")
+    if fault is not None and fault.answer is not None:
+        completion = Completion(fault.answer, "stop")
+    else:
+        completion = completion_for(kind, answer(parsed.messages), user_turn or "")
     content, finish_reason = completion.content, completion.finish_reason
     if parsed.max_tokens is not None and estimate_tokens(content) > parsed.max_tokens:
         content, finish_reason = cut_utf8(content or "", parsed.max_tokens * 4), "length"
-    outcome = kind or ("length" if finish_reason == "length" else "ok")
+    scripted = "scripted" if fault is not None and fault.answer is not None else None
+    outcome = kind or ("length" if finish_reason == "length" else scripted or "ok")
     prompt_tokens = estimate_tokens(
         "".join(content_text(m.get("content")) for m in parsed.messages)
     )

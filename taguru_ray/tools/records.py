@@ -37,6 +37,22 @@ class Lines:
         return [record for record in self.records if record.get("type") == kind]
 
 
+def source_files(out: str) -> dict[str, bytes]:
+    """File name -> bytes: a folder's source files (``*.jsonl``, non-recursive, hidden
+    names skipped, so ``.extract-trace/`` is never read), in name order, or one file
+    (keyed by OUT as given). FileNotFoundError when OUT does not exist."""
+    folder = OutDir(out)
+    if not folder.fs.exists(folder.root):
+        raise FileNotFoundError("no such folder or file")
+    if not folder.fs.isdir(folder.root):
+        return {out: bytes(folder.fs.cat_file(folder.root))}
+    names = sorted(
+        name for name in folder.names() if name.endswith(JSONL) and not name.startswith(".")
+    )
+    found = folder.read_many(names)
+    return {name: found[name] for name in names if name in found}
+
+
 def read_lines(data: bytes) -> Lines:
     """Parse JSONL bytes; blank lines are skipped, a non-object line is counted, not raised."""
     lines = Lines()

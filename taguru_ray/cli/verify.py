@@ -1,0 +1,73 @@
+"""``taguru-ray verify OUT [--json FILE]``: would ``taguru import OUT`` take the folder whole?
+
+Parsing and file access only; the judgment is `taguru_ray.tools.verify`. OUT is
+an extract --out (any fsspec URL; its ``*.jsonl`` source files, in name order).
+stdout: one line per problem, ``<file>: line <n>: <item>: <what>``, then a
+summary line. Exit codes: 0 the folder imports whole; 1 a problem was found,
+OUT holds no source file, or the report could not be written; 2 a usage error
+or a missing OUT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+import fsspec
+
+from taguru_ray.cli.args import parse
+from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from taguru_ray.tools.records import source_files
+from taguru_ray.tools.verify import render_text, verify_files
+
+PROG = "taguru-ray verify"
+PREFIX = "taguru-ray: verify: "
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Check an out folder as `taguru import` of the whole folder would read it: "
+        "every source file in name order parses, no alias rewires a name an earlier file "
+        "settled on, every alias's canonical resolves, source ids are unique and every file "
+        "targets the same context with the same create block.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("out", metavar="OUT", help="an extract --out (a path or URL)")
+    parser.add_argument(
+        "--json", metavar="FILE", help="also write the report as JSON to FILE (- for stdout)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parse(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    try:
+        files = source_files(args.out)
+    except FileNotFoundError as error:
+        print(f"{PREFIX}{args.out}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as error:
+        print(f"{PREFIX}{args.out}: cannot read it ({error})", file=sys.stderr)
+        return EXIT_FAILED
+    if not files:
+        print(f"{PREFIX}{args.out}: no source file (*.jsonl) to verify", file=sys.stderr)
+        return EXIT_FAILED
+    result = verify_files(files)
+    body = json.dumps({"out": args.out, **result.to_json()}, ensure_ascii=False, indent=2) + "\n"
+    if args.json == "-":
+        sys.stdout.write(body)
+    else:
+        sys.stdout.write(render_text(result))
+    if args.json and args.json != "-":
+        try:
+            with fsspec.open(args.json, "w", encoding="utf-8") as handle:
+                handle.write(body)
+        except OSError as error:
+            print(f"{PREFIX}writing {args.json}: {error}", file=sys.stderr)
+            return EXIT_FAILED
+    return EXIT_OK if result.ok else EXIT_FAILED
