@@ -25,3 +25,5 @@ TAGURU_EXTRACT_URL="$base/chat/completions" TAGURU_EXTRACT_MODEL=taguru-sim \
     --description "taguru-ray sample corpus" --chunk-bytes 1024 \
     --out "$OUT" examples/corpus
 echo "demo: source files, manifest and records are in $OUT (records under $OUT/.extract-trace)" >&2
+echo "demo: checking $OUT as \`taguru import\` of the whole folder would read it" >&2
+$PY -m taguru_ray verify "$OUT"

@@ -2,7 +2,7 @@
 
 Exit codes are decided here and nowhere else: 0 every segment written or
 skipped, 1 some segment failed or a startup I/O problem, 2 a usage error,
-130 a cooperative stop.
+130 a cooperative stop in which no segment failed.
 """
 
 from __future__ import annotations
@@ -14,6 +14,15 @@ EXIT_INTERRUPTED = 130
 
 # Every stderr line about the run starts so, as the reference tool's do (users grep it).
 MESSAGE_PREFIX = "taguru: extract: "
+
+
+def exit_code(failed: int, stopped: bool) -> int:
+    """A run's exit code, as the reference decides it: a failed segment (1) outranks a
+    cooperative stop (130), so a script never reads "stopped safely, rerun to resume"
+    over a segment that needs attention."""
+    if failed:
+        return EXIT_FAILED
+    return EXIT_INTERRUPTED if stopped else EXIT_OK
 
 
 class TaguruRayError(Exception):

@@ -25,6 +25,10 @@ from taguru_ray.pipeline.plan import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
 # 102: the --schema block joined the prompt (seed 000: the version moves with it).
 PROMPT_VERSION = 102
 
+# Seed 002: carryover is on by default (it costs no model call; the naming drift it
+# prevents costs one). It orders a segment's chunks, so --parallel then waits on it.
+DEFAULT_CARRYOVER = 32
+
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 TRUE_WORDS = {"1", "true", "yes", "on"}
 FALSE_WORDS = {"0", "false", "no", "off", ""}
@@ -167,7 +171,8 @@ KNOBS: tuple[Knob, ...] = (
     Knob("chunk_context", "--chunk-context", "TAGURU_EXTRACT_CHUNK_CONTEXT",
          _choice("off", "structure", "overview", "ingested"), "off"),
     Knob("lossy", "--lossy", "TAGURU_EXTRACT_LOSSY", _boolish, False),
-    Knob("carryover", "--carryover", "TAGURU_EXTRACT_CARRYOVER", _int_at_least(0), 0),
+    Knob("carryover", "--carryover", "TAGURU_EXTRACT_CARRYOVER", _int_at_least(0),
+         DEFAULT_CARRYOVER),
     Knob("gleanings", "--gleanings", "TAGURU_EXTRACT_GLEANINGS", _int_at_least(0), 0),
     Knob("candidates", "--candidates", "TAGURU_EXTRACT_CANDIDATES", _boolish, False),
     Knob("redact", "--redact", "TAGURU_EXTRACT_REDACT", _redact, ""),
@@ -262,7 +267,7 @@ class Settings:
         return self.out.rstrip("/") + "/.extract-trace"
 
     segment_window: int = 8
-    carryover: int = 0  # seed 002: names from earlier chunks offered to later ones
+    carryover: int = DEFAULT_CARRYOVER  # seed 002: names from earlier chunks offered to later
     gleanings: int = 0  # seed 002: extra "what did you miss" passes per chunk
     max_inflight: int | str = 32  # or "auto": adaptive concurrency
     rpm: int = 0
@@ -534,9 +539,10 @@ def checkpoint_fingerprint(settings: Settings, segment_sha256: str) -> dict[str,
         "candidates": "seg1" if settings.candidates else "",
         "redaction": settings.redaction_input,
         "vocabulary_digest": settings.vocabulary_digest,
-        # taguru-ray's own inputs (seed 002): present only when on, so every entry a
-        # default run writes stays the reference's, field for field.
-        **({"carryover": settings.carryover} if settings.carryover else {}),
+        # taguru-ray's own inputs (seed 002): present only off their defaults, so every
+        # entry a default run writes stays the reference's, field for field (and entries
+        # written before the carryover default moved to seed 002's 32 still match).
+        **({"carryover": settings.carryover} if settings.carryover != DEFAULT_CARRYOVER else {}),
         **({"gleanings": settings.gleanings} if settings.gleanings else {}),
     }
 

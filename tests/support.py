@@ -37,7 +37,8 @@ class Cli:
     def extract(
         self, *args: str, env: dict[str, str] | None = None, timeout: float = 180
     ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
+        """Run extract; then the out folder it left must import whole (`verify`)."""
+        result = subprocess.run(
             self.command(*args),
             env=env or self.env(),
             capture_output=True,
@@ -45,6 +46,9 @@ class Cli:
             timeout=timeout,
             cwd=REPO,
         )
+        if "--out" in args and "--dry-run" not in args:
+            assert_imports_whole(args[args.index("--out") + 1], env or self.env())
+        return result
 
 
 def verify(out: Path | str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -57,3 +61,30 @@ def verify(out: Path | str, *args: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         cwd=REPO,
     )
+
+
+def assert_imports_whole(out: str, env: dict[str, str] | None = None) -> None:
+    """Every end-to-end out folder a test leaves is checked as `taguru import` of the whole
+    folder reads it: a local one in process, any other (s3://) by the CLI with the run's
+    storage environment."""
+    if "://" not in out:
+        if not Path(out).is_dir():
+            return
+        from taguru_ray.tools.records import source_files
+        from taguru_ray.tools.verify import render_text, verify_files
+
+        files = source_files(out)
+        if files:
+            result = verify_files(files)
+            assert result.ok, f"{out} would not import whole:\n{render_text(result)}"
+        return
+    checked = subprocess.run(
+        [sys.executable, "-m", "taguru_ray", "verify", out],
+        env={**(env or os.environ), "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+    )
+    nothing = "no source file" in checked.stderr or "no such folder" in checked.stderr
+    assert checked.returncode == 0 or nothing, checked.stdout + checked.stderr

@@ -58,7 +58,7 @@ def test_a_run_writes_a_source_file_per_segment_and_its_records(cli: Cli, tmp_pa
     report = result.stdout.splitlines()
     assert [line.split(": ")[0] for line in report] == sources
     assert all(" association(s), " in line and ", passage → " in line for line in report)
-    assert "extract: 3 written, 0 unchanged, 0 failed of 3 segment(s)" in result.stderr
+    assert "extract: 3 written, 0 unchanged, 0 failed of 3 segment(s)" in result.stdout
     # No line from Ray's core worker: it logs an error for restartable actors given
     # handles or object references, which the segment workers no longer take.
     assert [line for line in result.stderr.splitlines() if "core_worker.cc" in line] == []
@@ -89,14 +89,14 @@ def test_a_rerun_skips_everything_and_an_edit_re_extracts_only_that_segment(
     assert rerun.returncode == 0
     assert cli.simulator.stats()["requests"] == 0
     assert rerun.stdout.count("unchanged, skipped (--force re-extracts)") == 3
-    assert "extract: 0 written, 3 unchanged, 0 failed of 3 segment(s)" in rerun.stderr
+    assert "extract: 0 written, 3 unchanged, 0 failed of 3 segment(s)" in rerun.stdout
 
     edited = docs / "01-ray-overview.md"
     edited.write_text(edited.read_text() + "\nRay Tune runs hyperparameter searches.\n")
     third = cli.extract(*base_args(out), str(docs))
     assert third.returncode == 0
     assert cli.simulator.stats()["requests"] == 1  # one chunk, one completion
-    assert "extract: 1 written, 2 unchanged, 0 failed of 3 segment(s)" in third.stderr
+    assert "extract: 1 written, 2 unchanged, 0 failed of 3 segment(s)" in third.stdout
     parsed = parse_source_file((out / output_name(str(edited))).read_bytes())
     assert parsed.passage is not None and "Ray Tune" in parsed.passage.text
 
@@ -151,7 +151,7 @@ def test_429_500_and_a_stall_each_recover_within_the_retry_budget(cli: Cli, tmp_
     )
     result = cli.extract(*base_args(out), str(docs), env=cli.env(TAGURU_EXTRACT_TIMEOUT_SECS="2"))
     assert result.returncode == 0, result.stderr
-    assert "extract: 3 written" in result.stderr
+    assert "extract: 3 written" in result.stdout
     by_outcome = cli.simulator.stats()["by_outcome"]
     assert by_outcome["429"] == 1 and by_outcome["500"] == 1 and by_outcome["stall"] == 1
     retried = []
@@ -175,7 +175,7 @@ def test_past_the_budget_the_segment_fails_the_rest_finish_and_a_rerun_completes
     line = next(x for x in failed.stderr.splitlines() if x.startswith(f"taguru: extract: {sake}:"))
     assert "chunk 1/1: piece " in line and "HTTP 500" in line and "after 4 tries" in line
     assert "— records: " in line
-    assert "extract: 2 written, 0 unchanged, 1 failed of 3 segment(s)" in failed.stderr
+    assert "extract: 2 written, 0 unchanged, 1 failed of 3 segment(s)" in failed.stdout
     assert not (out / output_name(sake)).exists()
     assert cli.simulator.stats()["by_outcome"]["500"] == 4
 
@@ -183,7 +183,7 @@ def test_past_the_budget_the_segment_fails_the_rest_finish_and_a_rerun_completes
     cli.simulator.reset()
     rerun = cli.extract(*base_args(out), str(docs))
     assert rerun.returncode == 0, rerun.stderr
-    assert "extract: 1 written, 2 unchanged, 0 failed of 3 segment(s)" in rerun.stderr
+    assert "extract: 1 written, 2 unchanged, 0 failed of 3 segment(s)" in rerun.stdout
     assert cli.simulator.stats()["requests"] == 1
     assert (out / output_name(sake)).exists()
 
@@ -213,7 +213,7 @@ def test_bad_input_names_the_problem_and_changes_nothing_in_out(cli: Cli, tmp_pa
     assert broken.returncode == 1
     assert f"taguru: extract: {sake}: not valid UTF-8" in broken.stderr
     assert "04-huge.txt: over the 8388608-byte (8 MiB) segment cap" in broken.stderr
-    assert "extract: 0 written, 2 unchanged, 2 failed of 4 segment(s)" in broken.stderr
+    assert "extract: 0 written, 2 unchanged, 2 failed of 4 segment(s)" in broken.stdout
     assert cli.simulator.stats()["requests"] == 0
     assert snapshot(out) == before
 
@@ -227,7 +227,7 @@ def test_dry_run_plans_without_calling_writing_or_locking(cli: Cli, tmp_path: Pa
     plans = result.stdout.splitlines()
     assert len(plans) == 3 and all(": would extract (" in line for line in plans)
     assert " chunk(s)) → " in plans[1] and "1 chunk(s)" not in plans[1]
-    assert "extract: 3 planned, 0 unchanged, 0 failed of 3 segment(s)" in result.stderr
+    assert "extract: 3 planned, 0 unchanged, 0 failed of 3 segment(s)" in result.stdout
     assert not out.exists()
     assert cli.simulator.stats()["requests"] == 0
 
@@ -268,7 +268,7 @@ def test_a_second_run_on_the_same_out_is_refused(cli: Cli, tmp_path: Path) -> No
     with OutLock(OutDir(str(out))):
         refused = cli.extract(*base_args(out), str(docs))
     assert refused.returncode == 1
-    assert "is held by another taguru-ray process (pid " in refused.stderr
+    assert "is held by another taguru process (pid " in refused.stderr
     assert cli.simulator.stats()["requests"] == 0
     assert cli.extract(*base_args(out), str(docs)).returncode == 0  # the holder is gone
 
@@ -279,13 +279,13 @@ def test_force_and_a_corrupt_manifest_both_re_extract_everything(cli: Cli, tmp_p
     total = cli.simulator.stats()["requests"]
     cli.simulator.reset()
     forced = cli.extract(*base_args(out, "--force"), str(docs))
-    assert forced.returncode == 0 and "extract: 3 written" in forced.stderr
+    assert forced.returncode == 0 and "extract: 3 written" in forced.stdout
     assert cli.simulator.stats()["requests"] == total
 
     (out / ".extract-manifest.json").write_text("{ torn")
     cli.simulator.reset()
     again = cli.extract(*base_args(out), str(docs))
-    assert again.returncode == 0 and "extract: 3 written" in again.stderr
+    assert again.returncode == 0 and "extract: 3 written" in again.stdout
     assert "ignoring an unreadable manifest" in again.stderr
     assert cli.simulator.stats()["requests"] == total
     json.loads((out / ".extract-manifest.json").read_text())  # rewritten whole
@@ -361,7 +361,7 @@ def test_the_demo_script_extracts_the_sample_corpus(tmp_path: Path, ray_address:
         ["sh", "examples/demo.sh"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr
-    assert "extract: 3 written, 0 unchanged, 0 failed of 3 segment(s)" in result.stderr
+    assert "extract: 3 written, 0 unchanged, 0 failed of 3 segment(s)" in result.stdout
     assert len(result.stdout.splitlines()) == 3
     assert len(list(out.glob("*.jsonl"))) == 3
     assert (out / ".extract-manifest.json").exists()

@@ -236,3 +236,30 @@ def test_the_verb_reads_a_log_renders_json_and_names_a_missing_file(tmp_path: Pa
 def test_a_paragraph_must_be_an_index(value: str) -> None:
     result = inspect_cli(str(log_of("run-a", "docs__beta.md")), "--paragraph", value)
     assert result.returncode == 2 and "needs a paragraph index" in result.stderr
+
+
+def test_a_gleaning_pass_is_shown_as_one_and_tallied_apart(tmp_path: Path) -> None:
+    path = log_of("run-a", "docs__alpha.md")
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    first = next(r for r in records if r["type"] == "attempt")
+    gleaning = {
+        **first,
+        "attempt_seq": 9,
+        "stage": "gleaning",
+        "attempt": 1,
+        "gleans": {"run_id": first["run_id"], "attempt_seq": first["attempt_seq"]},
+        "messages": [
+            *first["messages"],
+            {"role": "assistant", "content": first["answer"]},
+            {"role": "user", "content": "What did the answer miss?"},
+        ],
+    }
+    log = tmp_path / "log.attempts.jsonl"
+    log.write_text(path.read_text() + json.dumps(gleaning) + "\n")
+    report, text = view(log)
+    assert report["attempts"][-1]["gleans"]["attempt_seq"] == first["attempt_seq"]
+    assert "gleaning pass 1  stop_valid" in text
+    assert f"  gleans #{first['attempt_seq']}" in text
+    assert "  4 attempt(s): 4 stop_valid · 1 gleaning pass(es): 1 stop_valid · 0 move(s)" in text
+    _, opened = view(log, Filter(piece=first["piece_id"][:12]))
+    assert "--- gleaning ask (#9" in opened

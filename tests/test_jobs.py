@@ -35,7 +35,7 @@ import yaml
 
 from taguru_ray.contract.names import checkpoint_name, output_name
 from taguru_ray.simulate.harness import SimulatorProcess
-from tests.support import CONTEXT, REPO
+from tests.support import CONTEXT, REPO, assert_imports_whole
 
 JOBS = REPO / "jobs"
 CLUSTER = REPO / "cluster"
@@ -486,6 +486,7 @@ def test_a_submitted_job_extracts_from_the_working_dir_and_a_resubmit_skips_ever
     for text in (first, second, log, again, listing):
         assert API_KEY not in text
     assert all(API_KEY.encode() not in p.read_bytes() for p in out.rglob("*") if p.is_file())
+    assert_imports_whole(str(out))
 
 
 def units_in(out: Path, source: str) -> int:
@@ -542,6 +543,7 @@ def test_ray_job_stop_lets_in_flight_completions_land_and_a_resubmit_asks_only_t
     trace = (out / ".extract-trace" / output_name(source)).read_text().splitlines()
     chunks = json.loads(trace[0])["chunk_total"]
     assert simulator.stats()["requests"] == chunks - (before + 1)  # nothing paid for twice
+    assert_imports_whole(str(out))
 
 
 def test_spot_workers_declare_the_resource_that_keeps_segment_workers_on_them() -> None:

@@ -13,7 +13,15 @@ import pytest
 
 from taguru_ray.store.outdir import OutDir
 from taguru_ray.tools.metric_tables import compare, headline, tables
-from taguru_ray.tools.metrics import MetricsReport, Prices, PricesError, collect, load_prices
+from taguru_ray.tools.metrics import (
+    LedgerError,
+    MetricsReport,
+    Prices,
+    PricesError,
+    collect,
+    load_ledger,
+    load_prices,
+)
 from taguru_ray.tools.tables import Table, render
 
 RECORDS = Path(__file__).parent / "fixtures" / "records"
@@ -223,3 +231,73 @@ def test_the_verb_prints_the_tables_and_writes_one_parquet_file_each(tmp_path: P
     assert refused.returncode == 2 and "model 'm' needs" in refused.stderr
     (tmp_path / "empty").mkdir()
     assert metrics_cli(str(tmp_path / "empty")).returncode == 1
+
+
+def test_each_out_is_a_group_and_the_run_folds_them_all() -> None:
+    outs = [OutDir(str(RECORDS / "run-a")), OutDir(str(RECORDS / "run-b"))]
+    report = collect(outs, NO_PRICES)
+    summary = table(report, "summary")
+    assert row(summary, f"group {RECORDS / 'run-a'}")["failed"] == 1
+    assert row(summary, f"group {RECORDS / 'run-b'}")["failed"] == 0
+    run = row(summary, "run")
+    a, b = report_of(RECORDS / "run-a"), report_of(RECORDS / "run-b")
+    assert run["attempts"] == a.run.fold.attempts + b.run.fold.attempts
+    assert run["written"] == a.run.fold.written + b.run.fold.written
+
+
+def test_a_ledger_names_the_groups_and_the_context_of_each_source() -> None:
+    text = json.dumps(
+        {
+            "sources": {
+                "docs/alpha.md": {"context": "ctx-1", "groups": ["nightly", "english"]},
+                "docs/beta.md": {"groups": ["nightly"]},
+            }
+        }
+    )
+    report = collect(OutDir(str(RECORDS / "run-a")), NO_PRICES, load_ledger(text, "ledger"))
+    summary = table(report, "summary")
+    nightly, english = row(summary, "group nightly"), row(summary, "group english")
+    assert (nightly["written"], nightly["failed"]) == (1, 1)
+    assert (english["written"], english["failed"]) == (1, 0)
+    # The failed segment wrote no header; it shares the one context the ledger gave alpha.
+    assert {scope.context for scope in report.segments} == {"ctx-1"}
+    with pytest.raises(LedgerError):
+        load_ledger('{"sources": {"a": {"groups": "nightly"}}}', "ledger")
+
+
+def test_each_run_gets_its_own_row_when_the_records_span_several() -> None:
+    report = report_of(RECORDS / "replayed")
+    names = [scope.name for scope in report.runs]
+    assert names == ["1111aaaa1111aaaa", "2222bbbb2222bbbb"]
+    summary = table(report, "summary")
+    first, second = row(summary, "run 1111aaaa1111aaaa"), row(summary, "run 2222bbbb2222bbbb")
+    # The second run wrote the file; each run's completions are its own.
+    assert (first["written"], second["written"]) == (0, 1)
+    assert first["attempts"] + second["attempts"] == row(summary, "run")["attempts"]
+    assert report_of(RECORDS / "run-a").runs == []  # one run: the run row says it all
+
+
+def test_gleaning_passes_are_counted_apart_and_never_as_corrections(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(RECORDS / "run-a", out)
+    [log] = (out / ".extract-trace").glob("docs__alpha.md-*.attempts.jsonl")
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    accepted = next(r for r in records if r["type"] == "attempt" and r["state"] == "stop_valid")
+    gleaning = {
+        **accepted,
+        "attempt_seq": 99,
+        "stage": "gleaning",
+        "attempt": 1,
+        # An older build wrote gleaning passes with `corrects`: still no correction.
+        "corrects": {"run_id": accepted["run_id"], "attempt_seq": accepted["attempt_seq"]},
+        "input_tokens": 1000,
+    }
+    log.write_text(log.read_text() + json.dumps(gleaning) + "\n")
+    before, after = report_of(RECORDS / "run-a"), report_of(out)
+    assert row(table(after, "corrections"), "run") == row(table(before, "corrections"), "run")
+    states = row(table(after, "attempts"), "run")
+    assert states["attempts"] == before.run.fold.attempts
+    assert (states["gleaning"], states["gleaned"]) == (1, 1)
+    cost = row(table(after, "cost"), "run")
+    assert cost["input_tokens"] == before.run.fold.input_tokens + 1000
+    assert cost["gleaning"] == 1

@@ -67,7 +67,7 @@ def test_a_run_on_s3_writes_every_file_and_a_rerun_skips_everything(cli: Cli, s3
     env = cli.env(**s3_env.env)
     result = cli.extract(*args(out, "--chunk-bytes", "1024"), docs, env=env)
     assert result.returncode == 0, result.stderr
-    assert "extract: 3 written, 0 unchanged, 0 failed of 3 segment(s)" in result.stderr
+    assert "extract: 3 written, 0 unchanged, 0 failed of 3 segment(s)" in result.stdout
     sources = sorted(f"{docs}/{p.name}" for p in EXAMPLES.iterdir())
     manifest = json.loads(read(f"{out}/{MANIFEST}") or b"")["documents"]
     assert sorted(manifest) == sources
@@ -96,7 +96,7 @@ def test_a_second_run_is_refused_while_a_live_lease_is_held(cli: Cli, s3_env: S3
     with LeaseLock(OutDir(out), print, seconds=60):
         refused = cli.extract(*args(out), docs, env=cli.env(**s3_env.env))
     assert refused.returncode == 1
-    assert f"is held by another taguru-ray process (pid {os.getpid()} on " in refused.stderr
+    assert f"is held by another taguru process (pid {os.getpid()} on " in refused.stderr
     assert cli.simulator.stats()["requests"] == 0
     assert cli.extract(*args(out), docs, env=cli.env(**s3_env.env)).returncode == 0
 

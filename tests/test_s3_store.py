@@ -326,7 +326,7 @@ def test_a_live_lease_refuses_a_second_run_naming_the_holder(out: OutDir) -> Non
         with pytest.raises(StartupError) as refused:
             LeaseLock(out, say, seconds=30).acquire()
     message = str(refused.value)
-    assert f"is held by another taguru-ray process (pid {os.getpid()} on " in message
+    assert f"is held by another taguru process (pid {os.getpid()} on " in message
     assert "expires in 30 s" in message or "expires in 29 s" in message
     assert said == []
 

@@ -115,10 +115,10 @@ def test_sigint_lets_completions_in_flight_finish_and_exits_130(
         assert driver.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
     driver.send_signal(signal.SIGINT)
-    _, stderr = driver.communicate(timeout=60)
+    stdout, stderr = driver.communicate(timeout=60)
     assert driver.returncode == 130, stderr
     assert "stopping: completions in flight finish and are checkpointed" in stderr
-    assert "— stopped early, chunk checkpoints saved; rerun to resume" in stderr
+    assert "— stopped early, chunk checkpoints saved; rerun to resume" in stdout
     assert "stopped after reaching " in stderr
     stats = quiet(slow)
     # Every completion the simulator answered is a checkpointed unit or a written piece.
@@ -128,6 +128,26 @@ def test_sigint_lets_completions_in_flight_finish_and_exits_130(
     rerun = cli.extract(*args(out, docs))
     assert rerun.returncode == 0, rerun.stderr
     assert "extract: " in rerun.stderr and "failed" in rerun.stderr
+
+
+def test_a_stopped_run_that_also_had_a_failure_exits_1_as_the_reference_does(
+    ray_address: str, slow: SimulatorProcess, tmp_path: Path
+) -> None:
+    cli = Cli(ray_address, slow)
+    docs, out = corpus(tmp_path / "docs", 4), tmp_path / "out"
+    (docs / "000-bad.md").write_bytes(b"\xff\xfe is not UTF-8\n")  # first in name order: fails
+    driver = start(cli, *args(out, docs, "--segment-window", "4"))
+    deadline = time.monotonic() + 60
+    while units(out) < 1:
+        assert driver.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    driver.send_signal(signal.SIGINT)
+    stdout, stderr = driver.communicate(timeout=60)
+    assert driver.returncode == 1, stderr  # a failed segment outranks the stop's 130
+    summary = stdout.splitlines()[-1]
+    assert summary.startswith("extract: ") and " 1 failed of 5 segment(s)" in summary
+    assert summary.endswith("— stopped early, chunk checkpoints saved; rerun to resume")
+    quiet(slow)
 
 
 def test_a_worker_process_killed_mid_run_does_not_fail_the_run(

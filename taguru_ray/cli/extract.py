@@ -12,11 +12,20 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
-from taguru_ray.errors import EXIT_INTERRUPTED, TaguruRayError
+from taguru_ray.errors import EXIT_INTERRUPTED, EXIT_USAGE, MESSAGE_PREFIX, TaguruRayError
 
-ERROR_PREFIX = "taguru-ray: extract: "
+HELP_HINT = " — try 'taguru-ray extract --help'"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors as every other stderr line of extract: one ``taguru: extract:`` line
+    naming the fix, exit 2 (argparse would print its usage block and its own prefix)."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{MESSAGE_PREFIX}{message}{HELP_HINT}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
 
 
 class _Once(argparse.Action):
@@ -35,7 +44,7 @@ class _Once(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="taguru-ray extract",
         description="Extract Taguru source files from .md/.txt segments with an "
         "OpenAI-compatible model, as a Ray job. The endpoint comes from "
@@ -207,10 +216,11 @@ def main(argv: Sequence[str]) -> int:
 
         return extract(settings, Console())
     except TaguruRayError as error:
-        print(f"{ERROR_PREFIX}{error}", file=sys.stderr)
+        print(f"{MESSAGE_PREFIX}{error}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print(
-            f"{ERROR_PREFIX}interrupted — chunk checkpoints saved; rerun to resume", file=sys.stderr
+            f"{MESSAGE_PREFIX}interrupted — chunk checkpoints saved; rerun to resume",
+            file=sys.stderr,
         )
         return EXIT_INTERRUPTED

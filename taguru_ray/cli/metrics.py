@@ -1,10 +1,11 @@
-"""``taguru-ray metrics OUT [--compare OTHER_OUT] [--prices FILE] [--parquet DIR]``.
+"""``taguru-ray metrics OUT [OUT ...] [--ledger FILE] [--compare OTHER_OUT] [--prices FILE]
+[--parquet DIR]``.
 
 Parsing and file access only; the fold is `taguru_ray.tools.metrics`, the
 tables `taguru_ray.tools.metric_tables`. Exit codes: 0 the tables were
 printed (a failed segment is a row, not an error); 1 an OUT holds no records,
 or the Parquet files could not be written; 2 a usage error, a missing OUT or
-a bad --prices file.
+a bad --prices or --ledger file.
 """
 
 from __future__ import annotations
@@ -19,12 +20,24 @@ from taguru_ray.cli.args import parse
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, TaguruRayError, UsageError
 from taguru_ray.store.outdir import TRACE, OutDir
 from taguru_ray.tools.metric_tables import compare, tables
-from taguru_ray.tools.metrics import MetricsReport, Prices, collect, load_prices
+from taguru_ray.tools.metrics import (
+    Assignment,
+    MetricsReport,
+    Prices,
+    collect,
+    load_ledger,
+    load_prices,
+)
 from taguru_ray.tools.records import unreadable_note
 from taguru_ray.tools.tables import render_all, write_parquet
 
 PROG = "taguru-ray metrics"
 PREFIX = "taguru-ray: metrics: "
+LEDGER_HELP = (
+    'a JSON file assigning sources to a context and groups, {"sources": {"<source>": '
+    '{"context": "<id>", "groups": ["nightly", "statutes"]}}}; without it each OUT is a group '
+    "and each source's context is its header's"
+)
 PRICES_HELP = (
     'a JSON file of dollars per one million tokens per model, {"<model>": {"input": 0.15, '
     '"output": 0.6}}; the model is the one each run\'s settings record names'
@@ -38,14 +51,21 @@ class NoRecords(TaguruRayError):
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
-        description="Fold an extract --out's trace and attempts logs into metric tables per "
-        "segment and run (and per context when there are several): loss rates by reason, "
+        description="Fold extract --out folders' trace and attempts logs into metric tables per "
+        "segment, context, group and run (each extract invocation, and all of them): loss "
+        "rates by reason, "
         "paragraph coverage, correction success, attempt states, ladder moves, label "
         "concentration, graph shape, time, tokens and money. Replayed completions are left out "
         "of every sum; failed segments are counted apart, their cost included.",
         allow_abbrev=False,
     )
-    parser.add_argument("out", metavar="OUT", help="an extract --out (a path or URL)")
+    parser.add_argument(
+        "outs",
+        nargs="+",
+        metavar="OUT",
+        help="an extract --out (a path or URL); several fold together, one group each",
+    )
+    parser.add_argument("--ledger", metavar="FILE", help=LEDGER_HELP)
     parser.add_argument("--compare", metavar="OTHER_OUT", help="print this OUT minus OTHER_OUT")
     parser.add_argument("--prices", metavar="FILE", help=PRICES_HELP)
     parser.add_argument("--parquet", metavar="DIR", help="also write one <table>.parquet per table")
@@ -58,8 +78,9 @@ def main(argv: Sequence[str]) -> int:
         return args
     try:
         prices = _prices(args.prices)
-        this = _collect(args.out, prices)
-        other = _collect(args.compare, prices) if args.compare else None
+        ledger = _ledger(args.ledger)
+        this = _collect(args.outs, prices, ledger)
+        other = _collect([args.compare], prices, ledger) if args.compare else None
     except TaguruRayError as error:
         print(f"{PREFIX}{error}", file=sys.stderr)
         return error.exit_code
@@ -92,13 +113,31 @@ def _prices(path: str | None) -> Prices:
     return load_prices(text, f"--prices {path}")
 
 
-def _collect(url: str, prices: Prices) -> MetricsReport:
-    out = OutDir(url)
-    if not out.fs.isdir(out.root):
-        raise UsageError(f"{url}: no such folder")
-    report = collect(out, prices)
-    if not report.segments:
-        raise NoRecords(f"{url}: no records — expected {TRACE}/<stem>.jsonl or .attempts.jsonl")
+def _ledger(path: str | None) -> dict[str, Assignment]:
+    if path is None:
+        return {}
+    try:
+        with fsspec.open(path, "r", encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"--ledger {path}: {error}") from None
+    return load_ledger(text, f"--ledger {path}")
+
+
+def _collect(urls: list[str], prices: Prices, ledger: dict[str, Assignment]) -> MetricsReport:
+    outs = []
+    for url in urls:
+        out = OutDir(url)
+        if not out.fs.isdir(out.root):
+            raise UsageError(f"{url}: no such folder")
+        outs.append(out)
+    report = collect(outs, prices, ledger)
+    held = {scope.out for scope in report.segments}
+    for out in outs:
+        if out.url not in held:
+            raise NoRecords(
+                f"{out.url}: no records — expected {TRACE}/<stem>.jsonl or .attempts.jsonl"
+            )
     for scope in report.segments:
         files = scope.segment
         if files is None:
@@ -106,7 +145,10 @@ def _collect(url: str, prices: Prices) -> MetricsReport:
         for suffix, lines in ((".jsonl", files.trace), (".attempts.jsonl", files.attempts)):
             note = unreadable_note(f"{TRACE}/{files.stem}{suffix}", lines) if lines else None
             if note:
-                print(f"{PREFIX}{url}: {note}", file=sys.stderr)
+                print(f"{PREFIX}{scope.out}: {note}", file=sys.stderr)
     for model in sorted(report.run.fold.unpriced_models):
-        print(f"{PREFIX}{url}: no price for model {model!r} — its cost shows as -", file=sys.stderr)
+        print(
+            f"{PREFIX}{report.out}: no price for model {model!r} — its cost shows as -",
+            file=sys.stderr,
+        )
     return report

@@ -18,7 +18,7 @@ from taguru_ray.engine.chunk_context import plan_segment
 from taguru_ray.engine.run import ExtractRun
 from taguru_ray.engine.scan import Console, Tally, scan, skip_line
 from taguru_ray.engine.segment import FAILURE_PREFIX
-from taguru_ray.errors import EXIT_FAILED, EXIT_OK, MESSAGE_PREFIX, StartupError
+from taguru_ray.errors import MESSAGE_PREFIX, StartupError, exit_code
 from taguru_ray.pipeline.read import read_segment, redact_segment
 from taguru_ray.settings import Settings, checkpoint_fingerprint
 from taguru_ray.store.checkpoints import count_reusable
@@ -69,11 +69,11 @@ def dry_run(settings: Settings, console: Console) -> int:
             f"→ {join(settings.out, output_name(source))}"
         )
         tally.planned += 1
-    console.err(
+    console.out(
         f"extract: {tally.planned} planned, {tally.unchanged} unchanged, {tally.failed} failed "
         f"of {tally.total} segment(s)"
     )
-    return EXIT_FAILED if tally.failed else EXIT_OK
+    return exit_code(tally.failed, stopped=False)
 
 
 def unmasked_note(settings: Settings) -> str | None:

@@ -293,20 +293,21 @@ async def _attempt(
     *,
     strict: bool = False,
     judge: Callable[[Completion], _Verdict] | None = None,
+    gleans: Record | None = None,
 ) -> tuple[Completion, int, _Verdict]:
     """One completion: sent, numbered, judged (the extraction judge unless `judge` is
-    given; `strict` ignores --lossy) and recorded before anything acts on it."""
+    given; `strict` ignores --lossy) and recorded before anything acts on it. A gleaning
+    pass names the attempt whose answer it extends (`gleans`), never as a correction."""
     completion = await wire.complete(request)
     seq = await _seq_of(completion, wire)
     if judge is not None:
         verdict = judge(completion)
     else:
         verdict = _judge(completion, spec, lossy=policy.lossy and not strict)
-    await wire.on_attempt(
-        _attempt_record(
-            spec, policy, stage, attempt, seq, corrects, request, completion, verdict, rung
-        )
+    record = _attempt_record(
+        spec, policy, stage, attempt, seq, corrects, request, completion, verdict, rung, gleans
     )
+    await wire.on_attempt(record)
     return completion, seq, verdict
 
 
@@ -444,11 +445,14 @@ def _attempt_record(
     completion: Completion,
     verdict: _Verdict,
     rung: str | None,
+    gleans: Record | None = None,
 ) -> Record:
     """The attempts-log record; the sidecar's is derived from it by the recorder."""
     record: Record = {"type": "attempt", "run_id": policy.run_id, "attempt_seq": seq}
     if corrects is not None:
         record["corrects"] = corrects
+    if gleans is not None:
+        record["gleans"] = gleans
     if completion.replayed_from is not None:
         record["replayed_from"] = completion.replayed_from
     removed: list[Any] = [r.text for r in (*verdict.removed, *verdict.dropped)]
@@ -503,19 +507,21 @@ async def glean(
     first: Accepted,
     passes: int,
 ) -> Gleaned:
-    """`--gleanings N` (seed 002): N more passes asking what the answer missed.
+    """`--gleanings N` (seed 002): up to N more passes asking what the answer missed.
 
     Each pass's answer is combined with the answer so far and judged whole, so
     an edge between a first-pass name and a gleaned one resolves. A pass that
-    cannot land — no JSON, cut off, refused, a transport failure, or a combined
-    answer with issues — leaves the answer so far standing and is counted: a
-    failed gleaning never fails the piece.
+    lands is counted in `passes`; one that cannot — no JSON, cut off, refused, a
+    transport failure, or a combined answer with issues — leaves the answer so
+    far standing, is counted in `failed` and ends the gleaning (the same ask
+    would get the same answer): a failed gleaning never fails the piece. A pass
+    that finds nothing new ends it too. Its attempt records say stage
+    ``gleaning`` and ``gleans`` (the attempt it extends), never ``corrects``.
     """
-    current, failed = first, 0
+    current, landed, failed = first, 0, 0
     for number in range(1, passes + 1):
         parsed = parse_answer(current.answer)
         if not isinstance(parsed, Answer):
-            failed += passes - number + 1
             break
         messages = [
             *spec.conversation.base(),
@@ -528,13 +534,16 @@ async def glean(
             response_format=response_format(rung) if rung else None,
         )
         completion, _, verdict = await _attempt(
-            spec, policy, wire, request, "gleaning", number, current.attempt, rung
+            spec, policy, wire, request, "gleaning", number, None, rung, gleans=current.attempt
         )
         more = parse_answer(completion.text) if verdict.state == "stop_valid" else None
         if not isinstance(more, Answer):
             failed += 1
-            continue
+            break
         combined = combine(parsed.value, more.value)
+        if combined == combine(parsed.value, {}):
+            landed += 1
+            break  # nothing missed: another pass would ask the same of the same answer
         if policy.lossy:
             output, dropped = lossy_pass(combined, spec.rules)
             judged = Accepted(output, "", current.attempt, [], dropped)
@@ -542,13 +551,14 @@ async def glean(
             judgement = judge(combined, spec.rules, spec.haystack, spec.offered)
             if judgement.issues:
                 failed += 1
-                continue
+                break
             judged = Accepted(
                 judgement.output(spec.rules), "", current.attempt, judgement.removals, []
             )
         answer = json.dumps(combined, ensure_ascii=False, separators=(",", ":"))
         current = Accepted(judged.output, answer, current.attempt, judged.removed, judged.dropped)
-    return Gleaned(current, passes, failed)
+        landed += 1
+    return Gleaned(current, landed, failed)
 
 
 async def ask_overview(

@@ -16,6 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from taguru_ray.errors import MESSAGE_PREFIX
+
+# Under the prefix every stderr line of extract carries: a script that reads
+# "extract: …" lines off stdout never mistakes progress for the summary.
+PREFIX = f"{MESSAGE_PREFIX}progress: "
 LINES_EVERY_SECONDS = 15.0
 BAR_EVERY_SECONDS = 1.0
 CLEAR = "\r\x1b[K"
@@ -80,7 +85,7 @@ class Progress:
             else "ETA —"
         )
         return (
-            f"extract: {done}/{self.total} segment(s) ({written} written, {failed} failed, "
+            f"{PREFIX}{done}/{self.total} segment(s) ({written} written, {failed} failed, "
             f"{skipped} skipped) · {stats.get('in_flight', 0)} in flight "
             f"(limit {stats.get('limit', '?')}) · {_human(rate)} tok/s · {eta}"
         )

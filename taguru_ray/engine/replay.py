@@ -8,9 +8,13 @@ under `auto`, or fails loudly under `strict`. The recorded answer is served
 with `replayed_from` naming the original attempt, near-zero time, and the
 original's tokens restated.
 
-The system prompt is pinned from the segment's own log when it names exactly
-one distinct system record, so replaying segment *i* does not depend on the
-label vocabulary this run happened to fold from earlier segments.
+The system prompt is pinned from the segment's own log, piece by piece: a
+piece is sent the system prompt its recorded extraction attempts were (by
+conversation, so a run with --carryover's per-chunk prompts, an overview
+pass's own prompt or several segments replays strictly), and a piece the log
+never saw the one system prompt the log names, if it names exactly one. So
+replaying segment *i* does not depend on the label vocabulary this run
+happened to fold from earlier segments.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from taguru_ray.llm.client import Completion, CompletionRequest
 
 Key = tuple[tuple[tuple[str, str], ...], int | None]
 LIVE_STATES = {"timeout", "transport"}  # no answer arrived: nothing to serve
+# The stages sent the extraction system prompt (an overview ask has its own, never pinned).
+PINNED_STAGES = ("item", "cross_chunk", "gleaning")
 
 
 def conversation_key(messages: list[dict[str, Any]], max_tokens: int | None) -> Key:
@@ -43,6 +49,14 @@ def conversation_key(messages: list[dict[str, Any]], max_tokens: int | None) -> 
     return tuple(turns), max_tokens
 
 
+def _system_digest(messages: list[Any]) -> str | None:
+    for message in messages:
+        if isinstance(message, dict) and message.get("role") == "system":
+            digest = message.get("system_sha256")
+            return digest if isinstance(digest, str) else None
+    return None
+
+
 @dataclass
 class ReplayBook:
     """One segment's recorded completions, read from its attempts log."""
@@ -50,6 +64,8 @@ class ReplayBook:
     answers: dict[Key, Record] = field(default_factory=dict)
     systems: dict[str, str] = field(default_factory=dict)  # sha256 -> content
     system_runs: dict[str, str] = field(default_factory=dict)  # sha256 -> run_id recorded in
+    # piece id -> the system prompt (sha256) its latest recorded extraction attempt was sent
+    piece_systems: dict[str, str] = field(default_factory=dict)
     settings: Record | None = None  # the last settings record
     unreadable_lines: int = 0
 
@@ -79,7 +95,18 @@ class ReplayBook:
                     record.get("messages") or [], record.get("requested_max_tokens")
                 )
                 book.answers[key] = record  # the latest recording of a conversation wins
+            if kind == "attempt" and record.get("stage") in PINNED_STAGES:
+                digest = _system_digest(record.get("messages") or [])
+                if digest is not None and isinstance(record.get("piece_id"), str):
+                    book.piece_systems[record["piece_id"]] = digest
         return book
+
+    def piece_system(self, piece_id: str) -> tuple[str, str] | None:
+        """(content, run_id) of the system prompt the piece was recorded under."""
+        digest = self.piece_systems.get(piece_id)
+        if digest is None or digest not in self.systems:
+            return None
+        return self.systems[digest], self.system_runs.get(digest, "")
 
     def pinned_system(self) -> tuple[str, str] | None:
         """(content, run_id) when the log names exactly one system prompt."""

@@ -43,7 +43,7 @@ from taguru_ray.engine.scan import (
 from taguru_ray.engine.segment import FAILURE_PREFIX
 from taguru_ray.engine.watchdog import Watchdog
 from taguru_ray.engine.window import OrderedReport, SegmentWindow
-from taguru_ray.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK
+from taguru_ray.errors import EXIT_INTERRUPTED, exit_code
 from taguru_ray.llm.client import ChatClient, open_session
 from taguru_ray.llm.ladder import PINNED, PROMPTED, probe
 from taguru_ray.pipeline.steer import Contribution
@@ -477,7 +477,7 @@ class ExtractRun:
     async def _summary(self) -> int:
         tally = self.tally
         tail = STOPPED_TAIL if self.stopping else ""
-        self.console.err(
+        self.console.out(  # stdout, as seed 000's: scripts parse it
             f"extract: {tally.written} written, {tally.unchanged} unchanged, {tally.failed} failed "
             f"of {tally.total} segment(s){tail}"
         )
@@ -491,7 +491,7 @@ class ExtractRun:
         elapsed = time.monotonic() - self.started
         requests = sum(stats.get("outcomes", {}).values())
         self.console.err(
-            f"extract: {stats.get('attempts', 0)} completion(s), {requests} request(s), "
+            f"{FAILURE_PREFIX}{stats.get('attempts', 0)} completion(s), {requests} request(s), "
             f"{stats.get('input_tokens', 0)} input + {stats.get('output_tokens', 0)} output "
             f"tokens in {elapsed:.1f} s"
         )
@@ -499,5 +499,4 @@ class ExtractRun:
             self.console.err(
                 f"{FAILURE_PREFIX}stopped after reaching {self.reached} of {tally.total} segment(s)"
             )
-            return EXIT_INTERRUPTED
-        return EXIT_FAILED if tally.failed else EXIT_OK
+        return exit_code(tally.failed, self.stopping)

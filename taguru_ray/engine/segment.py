@@ -153,14 +153,39 @@ class _Run:
         return PieceSpec(
             piece=piece,
             source=self.job.source,
-            conversation=Conversation(self.system_of(piece.index), self.user(piece)),
+            conversation=Conversation(self.system_of(piece), self.user(piece)),
             rules=Rules(len(self.segment.paragraphs), self.settings.questions),
             haystack=Haystack(haystack_text(self.block_text(piece), piece.text)),
             offered=self.offered,
         )
 
-    def system_of(self, chunk_index: int) -> str:
-        return self.chunk_systems.get(chunk_index, self.system)
+    def system_of(self, piece: Piece) -> str:
+        """This run's system prompt for the piece's chunk, or under replay the one the
+        recording sent this piece (or its chunk's unsplit piece)."""
+        computed = self.chunk_systems.get(piece.index, self.system)
+        if self.model.replay is None or not self.settings.pin_system:
+            return computed
+        book = self.model.replay.book
+        found = book.piece_system(piece.sha256)
+        if found is None and piece.index < len(self.chunks):
+            found = book.piece_system(self.chunks[piece.index].sha256)
+        if found is None:
+            return computed
+        content, recorded_run = found
+        if content != computed:
+            note = (
+                f"{FAILURE_PREFIX}{self.job.source}: the recorded system prompt differs from "
+                "this run's — replaying with the recorded one"
+            )
+            if note not in self.notes:
+                self.notes.append(note)
+            # The trace names what was sent: the chunk's carryover prompt, else the segment's.
+            if piece.index in self.chunk_systems:
+                self.chunk_systems[piece.index] = content
+            else:
+                self.system = content
+        self.pinned_from = self.pinned_from or recorded_run
+        return content
 
     def user(self, piece: Piece) -> str:
         return user_turn(
@@ -421,7 +446,7 @@ async def _descend(run: _Run, piece: Piece) -> list[PieceState]:
         return await _descend_split(run, piece, run.resume.splits[piece.sha256])
     while True:
         rung = await run.model.rung.current() if run.ladder.engaged else None
-        await _log_system(run, run.system_of(piece.index))
+        await _log_system(run, run.system_of(piece))
         try:
             result = await run_round(run.spec(piece), run.policy(), run.wire(piece), rung)
         except PieceFailed as failure:
@@ -548,7 +573,7 @@ async def _reconcile(run: _Run, pieces: list[PieceState]) -> None:
         state = pieces[piece_index]
         rung = await run.model.rung.current() if run.ladder.engaged else None
         try:
-            await _log_system(run, run.system_of(state.piece.index))
+            await _log_system(run, run.system_of(state.piece))
             corrected = await correct_once(
                 run.spec(state.piece),
                 run.policy(),

@@ -38,22 +38,14 @@ def steering_for(job: SegmentJob, settings: Settings, inputs: RunInputs, text: s
 def system_for(
     steering: Steering, settings: Settings, model: Model
 ) -> tuple[str, str | None, list[str]]:
-    """The system prompt to send: this run's, or the recording's when replay pins it."""
+    """The segment's system prompt: this run's, or the recording's when replay pins the one
+    it names. A log naming several (carryover, an overview pass, several runs) pins them
+    piece by piece instead (`_Run.system_of`)."""
     system = system_prompt(steering)
     if model.replay is None or not settings.pin_system:
         return system, None, []
-    book = model.replay.book
-    pinned = book.pinned_system()
+    pinned = model.replay.book.pinned_system()
     if pinned is None:
-        if len(book.systems) > 1:
-            return (
-                system,
-                None,
-                [
-                    f"the recorded log names {len(book.systems)} system prompts — not pinning one; "
-                    "this run's is sent"
-                ],
-            )
         return system, None, []
     content, recorded_run = pinned
     notes = []

@@ -42,7 +42,7 @@ SETTLE_SECONDS = 1.0
 
 def refusal(out: OutDir, holder: str) -> str:
     return (
-        f"output directory {out.url} is held by another taguru-ray process ({holder}) — wait "
+        f"output directory {out.url} is held by another taguru process ({holder}) — wait "
         "for it to finish or stop it; one run per --out at a time"
     )
 

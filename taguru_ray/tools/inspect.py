@@ -33,6 +33,7 @@ from taguru_ray.tools.records import Lines, Record, attempt_key
 
 VERB = "taguru-ray inspect"
 SHORT_ID = 12  # the piece id as failure lines print it
+GLEANING = "gleaning"  # seed 002's "what did you miss" passes: never a correction
 ISSUES_SHOWN = 3
 _LABEL = re.compile(r"\[(\d+)\] ")
 _PART = re.compile(r", part (\d+) of (\d+):$")
@@ -95,6 +96,7 @@ class AttemptRow:
     output_tokens: int | None
     transport_retries: int
     corrects: dict[str, Any] | None
+    gleans: dict[str, Any] | None  # a gleaning pass: the attempt whose answer it extends
     replayed_from: dict[str, Any] | None
     parse_error: str | None
     validation_issues: list[str]
@@ -235,6 +237,7 @@ def attempt_row(record: Record) -> AttemptRow:
         output_tokens=_int(record.get("output_tokens")),
         transport_retries=_int(record.get("transport_retries")) or 0,
         corrects=record.get("corrects") if attempt_key(record.get("corrects")) else None,
+        gleans=record.get("gleans") if attempt_key(record.get("gleans")) else None,
         replayed_from=(
             record.get("replayed_from") if attempt_key(record.get("replayed_from")) else None
         ),
@@ -287,7 +290,7 @@ def _piece_to_open(report: AttemptsReport) -> tuple[AttemptRow | None, bool]:
     for row in reversed(report.attempts):
         if row.piece_id not in valid | split:
             return row, True
-    laps = Counter(row.piece_id for row in report.attempts)
+    laps = Counter(row.piece_id for row in report.attempts if row.stage != GLEANING)
     for row in reversed(report.attempts):
         if laps[row.piece_id] > 1:
             return row, False

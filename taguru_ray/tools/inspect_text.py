@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 from taguru_ray.tools.inspect import (
+    GLEANING,
     ISSUES_SHOWN,
     SHORT_ID,
     AttemptRow,
@@ -63,10 +64,14 @@ def render_text(report: AttemptsReport) -> str:
 
 def summary_lines(row: AttemptRow) -> list[str]:
     """The row's line — where, which lap, how it ended, cap, time, tokens — and its details."""
-    stage = {"item": "attempt", "cross_chunk": "cross-chunk correction"}.get(row.stage, row.stage)
-    line = (
-        f"  #{_seq(row.attempt_seq)}  {_where(row)}  {stage} {_of(row.attempt, row.max_attempts)}"
-    )
+    if row.stage == GLEANING:
+        lap = f"gleaning pass {_seq(row.attempt)}"
+    else:
+        stage = {"item": "attempt", "cross_chunk": "cross-chunk correction"}.get(
+            row.stage, row.stage
+        )
+        lap = f"{stage} {_of(row.attempt, row.max_attempts)}"
+    line = f"  #{_seq(row.attempt_seq)}  {_where(row)}  {lap}"
     line += f"  {row.state}"
     if row.finish_reason not in (None, "stop"):
         line += f" (finish {row.finish_reason})"
@@ -82,6 +87,8 @@ def summary_lines(row: AttemptRow) -> list[str]:
         line += f"  transport retries {row.transport_retries}"
     if row.corrects:
         line += f"  corrects {_ref(row.corrects, row.run_id)}"
+    if row.gleans:
+        line += f"  gleans {_ref(row.gleans, row.run_id)}"
     if row.replayed_from:
         line += f"  replayed from {_ref(row.replayed_from, row.run_id)}"
     lines = [line]
@@ -147,7 +154,8 @@ def _texts(row: AttemptRow, shown: dict[str, int | None]) -> list[str]:
             shown[row.piece_id] = row.attempt_seq
             out += _fence(f"piece as sent, the user turn (#{seq}", row.piece_text)
     if row.corrective_ask is not None:
-        out += _fence(f"corrective ask (#{seq}", row.corrective_ask)
+        ask = "gleaning ask" if row.stage == GLEANING else "corrective ask"
+        out += _fence(f"{ask} (#{seq}", row.corrective_ask)
     if row.answer is None:
         out.append(f"--- answer (#{seq}): none arrived ---")
     else:
@@ -182,13 +190,20 @@ def _move_line(move: MoveRow) -> str:
 
 
 def _footer(report: AttemptsReport) -> list[str]:
-    states = Counter(row.state for row in report.attempts)
+    extracting = [row for row in report.attempts if row.stage != GLEANING]
+    gleaning = [row for row in report.attempts if row.stage == GLEANING]
+    states = Counter(row.state for row in extracting)
     kinds = Counter(str(m.record.get("move", "?")) for m in report.moves)
-    tally = f"  {len(report.attempts)} attempt(s)"
+    tally = f"  {len(extracting)} attempt(s)"
     if report.filter.narrows:
         tally += f" matched {report.filter.describe()}"
     if states:
         tally += ": " + ", ".join(f"{n} {state}" for state, n in sorted(states.items()))
+    if gleaning:
+        landed = Counter(row.state for row in gleaning)
+        tally += f" · {len(gleaning)} gleaning pass(es): " + ", ".join(
+            f"{n} {state}" for state, n in sorted(landed.items())
+        )
     tally += f" · {len(report.moves)} move(s)"
     if kinds:
         tally += ": " + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))

@@ -1,7 +1,9 @@
 """The metric tables of ``taguru-ray metrics``, and the run-to-run comparison.
 
-Every table has one row per segment, per context (only when the --out holds
-more than one) and for the run, keyed by ``scope`` (segment/context/run) and
+Every table has one row per segment, per context (only when the OUTs hold
+more than one), per group (several OUTs, or a --ledger), per run (each
+extract invocation, by run id, when the records span several) and for the
+whole run, keyed by ``scope`` (segment/context/group/run_id/run) and
 ``name``. Quality tables (loss, coverage, corrections, labels, graph) list
 the written, traced segments only; the cost-side tables (attempts, moves,
 cost) list every segment, a failed one marked so; the ``failed`` table
@@ -95,8 +97,10 @@ def tables(report: MetricsReport, priced: bool) -> list[Table]:
 
 
 def name_of(scope: Scope) -> str:
-    if scope.kind == "context":
-        return f"context {scope.name}"
+    if scope.kind in ("context", "group"):
+        return f"{scope.kind} {scope.name}"
+    if scope.kind == "run_id":
+        return f"run {scope.name}"
     suffix = {"failed": " (failed)", "untraced": " (untraced)"}.get(scope.status, "")
     return scope.name + suffix
 
@@ -196,7 +200,8 @@ def _summary(scopes: list[Scope], priced: bool) -> Table:
     for scope in scopes:
         values = headline(scope.fold, priced)
         rows.append(_row(scope, untraced=scope.fold.untraced, **values))
-    return Table("summary", "summary — per segment, context and run", columns, rows)
+    title = "summary — per segment, context, group and run"
+    return Table("summary", title, columns, rows)
 
 
 def _loss(scopes: list[Scope]) -> Table:
@@ -226,6 +231,7 @@ def _attempts(scopes: list[Scope]) -> Table:
             Column(f"{state}_share", "float", optional=True),
         ]
     columns.append(Column("transport_retries", "int", optional=True))
+    columns += [Column("gleaning", "int", optional=True), Column("gleaned", "int", optional=True)]
     rows = []
     for scope in scopes:
         fold = scope.fold
@@ -234,8 +240,13 @@ def _attempts(scopes: list[Scope]) -> Table:
             row[state] = fold.states[state]
             row[f"{state}_share"] = ratio(fold.states[state], fold.attempts)
         row["transport_retries"] = fold.transport_retries
+        row["gleaning"] = sum(fold.gleanings.values())
+        row["gleaned"] = fold.gleanings["stop_valid"]
         rows.append(row)
-    title = "attempts — completions by state (replayed ones apart, never in a sum)"
+    title = (
+        "attempts — extraction completions by state (replayed ones apart, never in a sum; "
+        "gleaning passes apart, gleaned = those that answered)"
+    )
     return Table("attempts", title, columns, rows)
 
 
@@ -253,6 +264,7 @@ def _cost(scopes: list[Scope], priced: bool) -> Table:
     columns = [
         *KEYS,
         Column("completions", "int"),
+        Column("gleaning", "int", optional=True),
         Column("seconds", "float", digits=2),
         Column("input_tokens", "int"),
         Column("output_tokens", "int"),
@@ -261,7 +273,8 @@ def _cost(scopes: list[Scope], priced: bool) -> Table:
     rows = [
         _row(
             scope,
-            completions=scope.fold.attempts,
+            completions=scope.fold.attempts + sum(scope.fold.gleanings.values()),
+            gleaning=sum(scope.fold.gleanings.values()),
             seconds=round(scope.fold.seconds, 6),
             input_tokens=scope.fold.input_tokens,
             output_tokens=scope.fold.output_tokens,
@@ -288,7 +301,7 @@ def _failed(report: MetricsReport, priced: bool) -> Table:
         if scope.status != "failed" or scope.segment is None or scope.segment.attempts is None:
             continue
         fold = scope.fold
-        log = attempts_log_path(report.out, scope.segment.stem)
+        log = attempts_log_path(scope.out or report.out, scope.segment.stem)
         opened = build_report(log, scope.segment.attempts, Filter()).next_piece
         rows.append(
             _row(

@@ -1,7 +1,11 @@
-"""``taguru-ray metrics``: an --out's records folded into the metric values of seed 000 (#784).
+"""``taguru-ray metrics``: --out folders' records folded into the metric values of seed 000 (#784).
 
 One `Fold` per segment, from its trace (quality) and attempts log (cost),
-merged into a fold per context and one for the run. The definitions:
+merged into the seed's scopes: per segment, per context (when there are
+several), per group (each OUT is a group, or a ``--ledger`` names them), per
+run (each extract invocation, by ``run_id``: its completions and moves, and
+the quality of the files it wrote) when the records span several, and the
+run of everything loaded. The definitions:
 
 - **loss rate** per item kind (association, alias, question) and reason
   (removed, dropped, duplicate): lost ÷ (kept + lost), kept from the trace's
@@ -14,7 +18,10 @@ merged into a fold per context and one for the run. The definitions:
   attempts. Adoption is read off the trace, so only written segments count,
   and only the runs that trace was built from (the run that wrote it, and
   those its pieces reuse): an older run a replay superseded adopts nothing.
-- **attempt states**: completions by state, and their shares.
+- **attempt states**: extraction completions by state, and their shares.
+  Gleaning passes (seed 002's ``stage: "gleaning"``) are counted apart by
+  state: they extend an accepted answer, so they are neither attempts at one
+  nor corrections; their time and tokens are in the cost like any call's.
 - **ladder moves**: ``move`` records by kind.
 - **label concentration**: distinct labels of the kept associations, the top
   label's share of them, distinct labels per association.
@@ -36,6 +43,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +64,8 @@ MOVES = ("escalate", "demote", "split", "runaway")
 ITEMS = ("association", "alias", "question")
 REASONS = ("removed", "dropped", "duplicate")
 UNKNOWN_CONTEXT = "(unknown)"
+UNKNOWN_RUN = "(unknown)"
+GLEANING = "gleaning"
 _ITEM_KIND = {
     "association": "association",
     "question": "question",
@@ -120,6 +130,7 @@ class Fold:
     corrective: int = 0
     adopted: int = 0
     states: Counter[str] = field(default_factory=Counter)
+    gleanings: Counter[str] = field(default_factory=Counter)  # gleaning passes by state
     replayed: int = 0
     transport_retries: int = 0
     moves: Counter[str] = field(default_factory=Counter)
@@ -155,19 +166,51 @@ class Fold:
 
 def fold_segment(segment: SegmentFiles, prices: Prices) -> Fold:
     """One segment's fold: quality from its trace (when written), cost from its attempts log."""
-    fold = Fold()
+    total = Fold()
+    for fold in fold_segment_runs(segment, prices).values():
+        total.merge(fold)
+    return total
+
+
+def fold_segment_runs(segment: SegmentFiles, prices: Prices) -> dict[str, Fold]:
+    """One segment's fold split by run: the trace's quality, and the segment's written or
+    failed count, go to the run that wrote it (else the last run of its attempts log);
+    each completion and move to the run that made it."""
+    runs: dict[str, Fold] = {}
+
+    def at(run_id: Any) -> Fold:
+        key = run_id if isinstance(run_id, str) and run_id else UNKNOWN_RUN
+        return runs.setdefault(key, Fold())
+
+    if segment.attempts is not None:  # runs in the order they ran
+        for record in segment.attempts.of_type("segment"):
+            at(record.get("run_id"))
     status = segment.status
-    fold.written, fold.failed = int(status != "failed"), int(status == "failed")
-    fold.untraced = int(status == "untraced")
+    owner = _run_of(segment.attempts, last=True)
     adopted: set[tuple[str, int]] | None = None
+    built_by: set[str] = set()
     if segment.trace is not None:
+        owner = _run_of(segment.trace, last=False) or owner
+        fold = at(owner)
         fold.traced = 1
         adopted = _fold_trace(fold, segment.trace)
+        built_by = set(fold.built_by)
         fold.unreadable_lines += segment.trace.unreadable
+    fold = at(owner)
+    fold.written, fold.failed = int(status != "failed"), int(status == "failed")
+    fold.untraced = int(status == "untraced")
     if segment.attempts is not None:
-        _fold_attempts(fold, segment.attempts, prices, adopted)
-        fold.unreadable_lines += segment.attempts.unreadable
-    return fold
+        _fold_attempts(at, segment.attempts, prices, adopted, built_by)
+        at(owner).unreadable_lines += segment.attempts.unreadable
+    return runs
+
+
+def _run_of(lines: Lines | None, *, last: bool) -> str | None:
+    """The run id of the first (a trace's writer) or last segment record."""
+    if lines is None:
+        return None
+    ids = [r["run_id"] for r in lines.of_type("segment") if isinstance(r.get("run_id"), str)]
+    return (ids[-1] if last else ids[0]) if ids else None
 
 
 def _fold_trace(fold: Fold, trace: Lines) -> set[tuple[str, int]]:
@@ -198,9 +241,14 @@ def _fold_trace(fold: Fold, trace: Lines) -> set[tuple[str, int]]:
 
 
 def _fold_attempts(
-    fold: Fold, log: Lines, prices: Prices, adopted: set[tuple[str, int]] | None
+    at: Callable[[Any], Fold],
+    log: Lines,
+    prices: Prices,
+    adopted: set[tuple[str, int]] | None,
+    built_by: set[str],
 ) -> None:
-    """States, corrections (only when `adopted` is known), moves, time, tokens, money."""
+    """States, corrections (only when `adopted` is known), moves, time, tokens, money —
+    each into the fold of the run that made it (`at`)."""
     models: dict[str, str] = {}
     run = model = None
     replayed_piece: dict[str, bool] = {}  # piece id -> its latest completion was replayed
@@ -214,23 +262,28 @@ def _fold_attempts(
                 models[run] = model
         elif kind == "move":
             if not replayed_piece.get(str(record.get("piece_id"))):
-                fold.moves[str(record.get("move"))] += 1
+                at(record.get("run_id", run)).moves[str(record.get("move"))] += 1
         elif kind == "attempt":
+            fold = at(record.get("run_id", run))
             replayed = attempt_key(record.get("replayed_from")) is not None
             replayed_piece[str(record.get("piece_id"))] = replayed
             if replayed:
                 fold.replayed += 1
                 continue
-            _fold_attempt(fold, record, models.get(str(record.get("run_id")), model), prices)
-            if adopted is None or record.get("run_id") not in fold.built_by:
+            state = str(record.get("state"))
+            if record.get("stage") == GLEANING:
+                fold.gleanings[state] += 1
+            else:
+                fold.states[state] += 1
+            _fold_cost(fold, record, models.get(str(record.get("run_id")), model), prices)
+            if adopted is None or record.get("run_id") not in built_by:
                 continue
-            if attempt_key(record.get("corrects")):
+            if attempt_key(record.get("corrects")) and record.get("stage") != GLEANING:
                 fold.corrective += 1
                 fold.adopted += attempt_key(record) in adopted
 
 
-def _fold_attempt(fold: Fold, record: dict[str, Any], model: str | None, prices: Prices) -> None:
-    fold.states[str(record.get("state"))] += 1
+def _fold_cost(fold: Fold, record: dict[str, Any], model: str | None, prices: Prices) -> None:
     fold.transport_retries += _count(record.get("transport_retries"))
     seconds = record.get("elapsed_seconds")
     if (
@@ -266,13 +319,15 @@ def _price(value: Any) -> bool:
 
 @dataclass
 class Scope:
-    """One row's worth of records: a segment, a context, or the whole run."""
+    """One row's worth of records: a segment, a context, a group, a run, or everything."""
 
-    kind: str  # "segment" | "context" | "run"
+    kind: str  # "segment" | "context" | "group" | "run_id" | "run"
     name: str
     fold: Fold
     segment: SegmentFiles | None = None
     context: str | None = None
+    out: str = ""  # the OUT a segment was read from
+    groups: tuple[str, ...] = ()
 
     @property
     def status(self) -> str:
@@ -281,40 +336,119 @@ class Scope:
 
 @dataclass
 class MetricsReport:
-    out: str
+    out: str  # the OUTs read, as given
     segments: list[Scope]
     contexts: list[Scope]  # only when the segments name more than one context
     run: Scope
+    groups: list[Scope] = field(default_factory=list)  # several OUTs, or a --ledger
+    runs: list[Scope] = field(default_factory=list)  # only when the records span several
 
     @property
     def scopes(self) -> list[Scope]:
-        return [*self.segments, *self.contexts, self.run]
+        return [*self.segments, *self.contexts, *self.groups, *self.runs, self.run]
 
 
-def collect(out: OutDir, prices: Prices) -> MetricsReport:
-    """Fold every segment of an --out, then each context (when several) and the run."""
-    segments = []
-    for files in segment_files(out):
-        scope = Scope("segment", files.source, fold_segment(files, prices), files)
-        scope.context = _context(files.source_file)
-        segments.append(scope)
+@dataclass(frozen=True)
+class Assignment:
+    """What a --ledger says of one source: its context and the groups it belongs to."""
+
+    context: str | None
+    groups: tuple[str, ...]
+
+
+class LedgerError(UsageError):
+    """A --ledger file that is not ``{"sources": {"<source>": {"context", "groups"}}}``."""
+
+
+def load_ledger(text: str, name: str) -> dict[str, Assignment]:
+    """Read ``{"sources": {"<source>": {"context": "<id>", "groups": ["<group>", ...]}}}``."""
+    shape = '{"sources": {"<source>": {"context": "<id>", "groups": ["<group>"]}}}'
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise LedgerError(f"{name}: not JSON ({error})") from None
+    sources = data.get("sources") if isinstance(data, dict) else None
+    if not isinstance(sources, dict):
+        raise LedgerError(f"{name}: expected {shape}")
+    ledger = {}
+    for source, entry in sources.items():
+        context = entry.get("context") if isinstance(entry, dict) else None
+        groups = entry.get("groups", []) if isinstance(entry, dict) else None
+        if (
+            not isinstance(entry, dict)
+            or not (context is None or isinstance(context, str))
+            or not isinstance(groups, list)
+            or not all(isinstance(group, str) and group for group in groups)
+        ):
+            raise LedgerError(
+                f'{name}: source {source!r} needs {{"context": "<id>", "groups": ["<group>"]}}'
+            )
+        ledger[source] = Assignment(context, tuple(dict.fromkeys(groups)))
+    return ledger
+
+
+def collect(
+    outs: OutDir | Sequence[OutDir],
+    prices: Prices,
+    ledger: Mapping[str, Assignment] | None = None,
+) -> MetricsReport:
+    """Fold every segment of the OUTs, then the context, group, run and whole scopes.
+
+    A segment's group is its OUT (named as given) unless the ledger names its groups;
+    its context is the ledger's, else its source file's header. A source read from
+    two OUTs is named ``<source> (<out>)`` so the rows stay apart.
+    """
+    outs = [outs] if isinstance(outs, OutDir) else list(outs)
+    ledger = ledger or {}
+    segments: list[Scope] = []
+    per_run: dict[str, Fold] = {}
+    for out in outs:
+        for files in segment_files(out):
+            runs = fold_segment_runs(files, prices)
+            fold = Fold()
+            for run_id, part in runs.items():
+                fold.merge(part)
+                per_run.setdefault(run_id, Fold()).merge(part)
+            scope = Scope("segment", files.source, fold, files, out=out.url)
+            assigned = ledger.get(files.source)
+            scope.context = (assigned.context if assigned else None) or _context(files.source_file)
+            scope.groups = assigned.groups if assigned and assigned.groups else (out.url,)
+            segments.append(scope)
+    seen: dict[str, int] = {}
+    for scope in segments:
+        seen[scope.name] = seen.get(scope.name, 0) + 1
+    for scope in segments:
+        if seen[scope.name] > 1:
+            scope.name = f"{scope.name} ({scope.out})"
     known = {scope.context for scope in segments if scope.context is not None}
     for scope in segments:  # a failed segment wrote no header: it shares the run's one context
         if scope.context is None:
             scope.context = next(iter(known)) if len(known) == 1 else UNKNOWN_CONTEXT
-    contexts = []
-    names = sorted({str(scope.context) for scope in segments})
-    if len(names) > 1:
-        for name in names:
-            fold = Fold()
-            for scope in segments:
-                if scope.context == name:
-                    fold.merge(scope.fold)
-            contexts.append(Scope("context", name, fold))
+    contexts = _rollup(segments, "context", lambda scope: (str(scope.context),))
+    groups = _rollup(segments, "group", lambda scope: scope.groups)
     run = Fold()
     for scope in segments:
         run.merge(scope.fold)
-    return MetricsReport(out.url, segments, contexts, Scope("run", "run", run))
+    return MetricsReport(
+        ", ".join(out.url for out in outs),
+        segments,
+        contexts if len(contexts) > 1 else [],
+        Scope("run", "run", run),
+        groups if len(groups) > 1 or ledger else [],
+        [Scope("run_id", run_id, fold) for run_id, fold in per_run.items()]
+        if len(per_run) > 1
+        else [],
+    )
+
+
+def _rollup(
+    segments: list[Scope], kind: str, keys: Callable[[Scope], tuple[str, ...]]
+) -> list[Scope]:
+    folds: dict[str, Fold] = {}
+    for scope in segments:
+        for key in keys(scope):
+            folds.setdefault(key, Fold()).merge(scope.fold)
+    return [Scope(kind, name, folds[name]) for name in sorted(folds)]
 
 
 def _context(source_file: bytes | None) -> str | None:
