@@ -475,14 +475,21 @@ class Bench:
         joined = ["--address", self.address] if self.address else []
         return ["--context", CONTEXT, "--out", str(out), *joined, *flags, str(corpus)]
 
-    def extract(self, corpus: Path, out: Path, *flags: str, timed: bool = True) -> ProcessRun:
+    def extract(
+        self,
+        corpus: Path,
+        out: Path,
+        *flags: str,
+        timed: bool = True,
+        env: dict[str, str] | None = None,
+    ) -> ProcessRun:
         """One `taguru-ray extract` run; `timed` polls the simulator for its window."""
         argv = [sys.executable, "-m", "taguru_ray", "extract"]
         argv += self.extract_args(corpus, out, *flags)
         self.sim.reset()
         return run_process(
             argv,
-            self.env(),
+            {**self.env(), **(env or {})},
             keep={self.sim.pid},
             stats_url=self.sim.root_url + "/stats" if timed else None,
             marker=SKIP_MARKER,
@@ -559,9 +566,11 @@ def measure_loadgen(bench: Bench, corpus: Path) -> dict[str, Any]:
     return summary
 
 
-def measure_extract(bench: Bench, corpus: Path, name: str, *flags: str) -> dict[str, Any]:
+def measure_extract(
+    bench: Bench, corpus: Path, name: str, *flags: str, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """One extract run on `corpus`; completions/s from the simulator's window."""
-    run = bench.extract(corpus, bench.fresh_out(name), *flags)
+    run = bench.extract(corpus, bench.fresh_out(name), *flags, env=env)
     skipped = _skipped_if_refused(run)
     if skipped:
         return {"skipped": skipped, "flags": list(flags)}
@@ -600,6 +609,47 @@ def measure_saturation(bench: Bench) -> dict[str, Any]:
         "loadgen_before": before,
         "loadgen_after": after,
         "loadgen_best_completions_per_s": best,
+    }
+
+
+COMMIT_ORDER = ("name", "arrival", "arrival", "name")
+
+
+def measure_commit_order(bench: Bench) -> dict[str, Any]:
+    """What committing in name order costs at C in flight (ADR 0019).
+
+    The same corpus and flags as the saturation run, alternated name, arrival,
+    arrival, name (drift on a shared machine cancels in the means): `name` is
+    every real run; `arrival` (TAGURU_RAY_COMMIT_ORDER, the baseline only) judges
+    a segment as its answers land, as the engine did before segments committed
+    in order.
+    """
+    p = bench.params
+    corpus = bench.corpus(p.segments)
+    runs: dict[str, list[dict[str, Any]]] = {"name": [], "arrival": []}
+    for turn, order in enumerate(COMMIT_ORDER):
+        result = measure_extract(
+            bench,
+            corpus,
+            f"commit-{order}-{turn}",
+            *throughput_flags(bench, str(p.slots)),
+            env={"TAGURU_RAY_COMMIT_ORDER": order},
+        )
+        runs[order].append(result)
+        bench.log(f"  commit order {order} (run {turn + 1}): {_rate(result)}")
+    rates = {
+        order: [r["completions_per_s"] for r in found if r.get("completions_per_s")]
+        for order, found in runs.items()
+    }
+    means = {order: statistics.mean(v) if v else None for order, v in rates.items()}
+    return {
+        "segments": p.segments,
+        "order": list(COMMIT_ORDER),
+        "name_completions_per_s": rates["name"],
+        "arrival_completions_per_s": rates["arrival"],
+        "name_mean_completions_per_s": means["name"],
+        "arrival_mean_completions_per_s": means["arrival"],
+        "runs": runs["name"] + runs["arrival"],
     }
 
 
@@ -869,6 +919,24 @@ def ratios(results: dict[str, Any]) -> dict[str, Any]:
             None,
             None,
         ),
+        # No target of its own: the SPEC's saturation target above is what must hold with
+        # the ordered commit; this says what the order costs against judging on arrival.
+        "commit_in_name_order_vs_arrival": (
+            _ratio(
+                results["commit_order"]["name_mean_completions_per_s"],
+                results["commit_order"]["arrival_mean_completions_per_s"],
+            ),
+            None,
+            None,
+        ),
+        "commit_in_name_order_vs_ideal": (
+            _ratio(
+                results["commit_order"]["name_mean_completions_per_s"],
+                sat["ideal_completions_per_s"],
+            ),
+            None,
+            None,
+        ),
         "skip_vs_hash": (_ratio(skip["net_skip_s"], skip["hash_s"]), 2.0, "<="),
         # No target: the skip's own span, first skip line to last. Most of it runs
         # while Ray starts, which the net cost above does not count twice.
@@ -1007,6 +1075,7 @@ def run_bench(
             ("window_1", lambda: measure_window1(bench)),
             ("overhead", lambda: measure_overhead(bench, results["saturation"])),
             ("inflight_sweep", lambda: measure_inflight_sweep(bench, results["saturation"])),
+            ("commit_order", lambda: measure_commit_order(bench)),
         ]
         for key, step in steps:
             bench.log(f"bench: {key} ...")

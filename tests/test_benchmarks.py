@@ -31,6 +31,8 @@ RATIOS = (
     "auto_vs_best_fixed",
     "auto_throughput_vs_ideal",
     "auto_throughput_vs_loadgen",
+    "commit_in_name_order_vs_arrival",
+    "commit_in_name_order_vs_ideal",
     "skip_vs_hash",
     "skip_lines_vs_hash",
     "driver_memory_large_vs_small",
@@ -138,6 +140,19 @@ def test_the_sweep_has_every_level_and_auto_or_a_reason(results: dict[str, Any])
         assert len(autos) == 2 and len(bests) == 2
         ratio = results["ratios"]["auto_vs_best_fixed"]["value"]
         assert ratio == pytest.approx((autos[0] + autos[1]) / (bests[0] + bests[1]))
+
+
+def test_the_ordered_commit_is_measured_against_judging_on_arrival(
+    results: dict[str, Any],
+) -> None:
+    commit = results["commit_order"]
+    assert commit["order"] == ["name", "arrival", "arrival", "name"]
+    for run in commit["runs"]:
+        _check_extract(run, results["parameters"]["segments"])
+    named, arrival = commit["name_completions_per_s"], commit["arrival_completions_per_s"]
+    assert len(named) == 2 and len(arrival) == 2
+    ratio = results["ratios"]["commit_in_name_order_vs_arrival"]["value"]
+    assert ratio == pytest.approx((named[0] + named[1]) / (arrival[0] + arrival[1]))
 
 
 def test_skip_and_memory_are_measured_without_calling_the_model(

@@ -84,6 +84,16 @@ def test_a_failed_segment_settles_nothing_and_unblocks_the_next() -> None:
     asyncio.run(scenario())
 
 
+def test_in_arrival_order_a_turn_is_judged_at_once_the_benchmarks_baseline() -> None:
+    async def scenario() -> None:
+        order = CommitOrder(ordered=False)
+        # Segment 0 never settled: judged on arrival, segment 2 sees nothing to prune.
+        verdict = await order.commit(2, proposing("Beta", "Gamma", ("Gamma", "x")))
+        assert verdict is not None and verdict.pruned == ()
+
+    asyncio.run(scenario())
+
+
 def test_the_actor_answers_turns_in_order(ray_address: str) -> None:
     ledger = Ledger.remote()  # type: ignore[attr-defined]
     ledger.settle.remote([(CONTEXT_INDEX, names(("Context", "Seed")))])

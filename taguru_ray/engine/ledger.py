@@ -30,6 +30,9 @@ class CommitOrder:
     """The sequencer itself, free of Ray: testable on one event loop."""
 
     claims: ClaimLedger = field(default_factory=ClaimLedger)
+    # False: the benchmark's baseline (TAGURU_RAY_COMMIT_ORDER=arrival): each turn is
+    # judged at once against whatever has settled, and what it settles folded as it comes.
+    ordered: bool = True
     next: int = 0  # segments below this index have settled
     horizon: int | None = None  # the first segment this run will never settle
     _held: dict[int, Contribution] = field(default_factory=dict)
@@ -53,6 +56,10 @@ class CommitOrder:
             return judge(proposal, self.claims.lookups(proposal.queries(), index))
         if self.horizon is not None and index > self.horizon:
             return None
+        if not self.ordered:
+            verdict = judge(proposal, self.claims.lookups(proposal.queries(), index))
+            self.claims.absorb(index, verdict.contribution)
+            return verdict
         future: asyncio.Future[Verdict | None] = asyncio.get_running_loop().create_future()
         self._turns.setdefault(index, []).append((proposal, future))
         self._advance()
@@ -92,8 +99,8 @@ class CommitOrder:
 class Ledger:
     """Async, so calls interleave on one event loop and never race on the order."""
 
-    def __init__(self) -> None:
-        self._order = CommitOrder()
+    def __init__(self, ordered: bool = True) -> None:
+        self._order = CommitOrder(ordered=ordered)
 
     async def settle(self, settled: list[tuple[int, Contribution]]) -> None:
         self._order.settle(settled)

@@ -137,7 +137,7 @@ class ExtractRun:
             await self._resolve_rung(),
             [inputs_ref],
         )
-        self.ledger = Ledger.options(**here("ledger")).remote()
+        self.ledger = Ledger.options(**here("ledger")).remote(settings.commit_order == "name")
         if self._seed is not None:
             await self.ledger.settle.remote([(CONTEXT_INDEX, self._seed)])
         diagnostics = (
