@@ -28,6 +28,10 @@ PROMPT_VERSION = 102
 # Seed 002: carryover is on by default (it costs no model call; the naming drift it
 # prevents costs one). It orders a segment's chunks, so --parallel then waits on it.
 DEFAULT_CARRYOVER = 32
+# The most of a bad answer a corrective turn replays (seed 000 replays it whole when
+# unset): far above a normal answer, so only a runaway one is cut — it would otherwise
+# be paid for again as input on every corrective turn.
+DEFAULT_CORRECTIVE_CONTEXT_BYTES = 256 * 1024
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 TRUE_WORDS = {"1", "true", "yes", "on"}
@@ -153,7 +157,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("parallel", "--parallel", "TAGURU_EXTRACT_PARALLEL", _int_at_least(1), 1),
     Knob("max_attempts", None, "TAGURU_EXTRACT_MAX_ATTEMPTS", _int_between(1, 10), 2),
     Knob("corrective_context_bytes", None, "TAGURU_EXTRACT_CORRECTIVE_CONTEXT_BYTES",
-         _int_at_least(0), None),
+         _int_at_least(0), DEFAULT_CORRECTIVE_CONTEXT_BYTES),
     Knob("chunk_bytes", "--chunk-bytes", "TAGURU_EXTRACT_CHUNK_BYTES",
          _int_at_least(MIN_CHUNK_BYTES), DEFAULT_CHUNK_BYTES),
     Knob("trace_attempts", None, "TAGURU_EXTRACT_TRACE_ATTEMPTS", _trace_attempts, True),
@@ -222,7 +226,7 @@ class Settings:
     timeout_secs: float = 300.0
     parallel: int = 1
     max_attempts: int = 2
-    corrective_context_bytes: int | None = None
+    corrective_context_bytes: int | None = DEFAULT_CORRECTIVE_CONTEXT_BYTES
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     trace_attempts: bool = True
     diagnostics_out: str | None = None
@@ -299,11 +303,14 @@ class Settings:
 
 def read_config_file(path: str) -> dict[str, str]:
     """Read ``KEY=VALUE`` lines (``#`` comments, blank lines, optional ``export``, quotes)."""
+    from taguru_ray.store.inputs import read_regular  # the one reader of a user's file
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
+        lines = read_regular(path).decode("utf-8").splitlines()
     except OSError as error:
-        raise UsageError(f"--config {path}: cannot read it ({error.strerror})") from None
+        raise UsageError(
+            f"--config {path}: cannot read it ({error.strerror or error}) — give a KEY=VALUE file"
+        ) from None
     except UnicodeDecodeError:
         raise UsageError(f"--config {path}: not UTF-8 text") from None
     values: dict[str, str] = {}
@@ -316,7 +323,11 @@ def read_config_file(path: str) -> dict[str, str]:
         key, sep, value = line.partition("=")
         key = key.strip()
         if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-            raise UsageError(f"--config {path}: line {number}: expected KEY=VALUE, got {raw!r}")
+            # The line itself is never echoed: a malformed one may well hold a key.
+            raise UsageError(
+                f"--config {path}: line {number}: expected KEY=VALUE (the line is not shown: "
+                "it may hold a secret)"
+            )
         value = value.strip()
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
             value = value[1:-1]
@@ -365,6 +376,8 @@ def resolve_settings(flags: Mapping[str, Any], environ: Mapping[str, str]) -> Se
     endpoints = tuple(flags.get("endpoints") or ()) or ((values["url"],) if values["url"] else ())
     _check_replay(values)
     _check_steering(values)
+    if values["diagnostics_out"]:
+        _check_persists("--diagnostics-out", values["diagnostics_out"])
     if not endpoints and not flags.get("dry_run") and values["replay"] != "strict":
         raise UsageError(
             "TAGURU_EXTRACT_URL is not set — export your OpenAI-compatible endpoint, e.g. "
@@ -445,6 +458,21 @@ def _check_steering(values: Mapping[str, Any]) -> None:
         )
 
 
+# Stores that end with the process that opened them: a run "written" there is lost (and
+# Ray's workers, other processes, never see it at all).
+TRANSIENT_PROTOCOLS = frozenset({"memory"})
+
+
+def _check_persists(flag: str, url: str) -> None:
+    protocol = url.split("://", 1)[0].lower() if "://" in url else "file"
+    if protocol in TRANSIENT_PROTOCOLS:
+        raise UsageError(
+            f"{flag} {url}: a {protocol}:// store ends with this process (and the run's "
+            "workers never see it), so nothing written there would last — give a folder or "
+            "an object store URL"
+        )
+
+
 def _check_source_flags(flags: Mapping[str, Any]) -> None:
     """The checks on --context/--name/--description/--source-id/--date/--tag (seed 000)."""
     context = flags.get("context")
@@ -458,6 +486,7 @@ def _check_source_flags(flags: Mapping[str, Any]) -> None:
         )
     if not flags.get("out"):
         raise UsageError("--out DIR is required: the folder (or fsspec URL) source files go to")
+    _check_persists("--out", flags["out"])
     if not flags.get("paths"):
         raise UsageError("no segments given: name one or more .md/.txt files or folders")
     name, description = flags.get("name"), flags.get("description")

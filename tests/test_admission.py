@@ -89,6 +89,22 @@ def test_a_429_retry_after_pauses_the_endpoint_for_every_caller() -> None:
     assert asyncio.run(scenario()) == [1]
 
 
+def test_a_pause_is_capped_at_30_s_whatever_retry_after_says() -> None:
+    async def scenario() -> list[float]:
+        now = [1000.0]
+        p = pool(urls=["http://only"], limit=10, clock=lambda: now[0])
+        pauses = []
+        for asked in (100000.0, float("inf")):
+            lease = await p.acquire("w", 0)
+            await p.release(lease.lease_id, Usage("http_429", 0.01, retry_after=asked))
+            pauses.append(p.endpoints[0].paused_until - now[0])
+            now[0] += 31.0  # past any capped pause
+        return pauses
+
+    capped, after_inf = asyncio.run(scenario())
+    assert capped == 30.0 and after_inf < 0  # inf is malformed: it sets no pause
+
+
 def test_a_paused_endpoint_leaves_its_traffic_to_the_others() -> None:
     async def scenario() -> int:
         p = pool()

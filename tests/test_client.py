@@ -125,3 +125,45 @@ def test_a_request_goes_through_the_proxy_the_environment_names(
     monkeypatch.delenv("no_proxy", raising=False)
     completion = complete("http://model.invalid:8000/v1", admission=PoolAdmission(4))
     assert completion.outcome == "answer", completion.error
+
+
+def serve_once(body: bytes) -> Completion:
+    """One completion against a loopback server that answers every request with `body`."""
+    from aiohttp import web
+
+    async def go() -> Completion:
+        async def handler(request: web.Request) -> web.Response:
+            await request.read()
+            return web.Response(body=body, content_type="application/json")
+
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", handler)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        try:
+            async with open_session() as http:
+                url = f"http://127.0.0.1:{port}/v1/chat/completions"
+                client = ChatClient(http, url, "m", api_key=None, timeout_secs=30)
+                return await client.complete(REQUEST)
+        finally:
+            await runner.cleanup()
+
+    return asyncio.run(go())
+
+
+def test_a_body_past_the_cap_is_refused_unread_and_never_retried() -> None:
+    huge = b'{"choices":[{"message":{"content":"' + b"x" * (5 * 1024 * 1024) + b'"}}]}'
+    completion = serve_once(huge)
+    assert completion.outcome == "transport" and completion.transport_retries == 0
+    assert completion.error is not None and "more than 4 MiB is read from no endpoint" in (
+        completion.error
+    )
+
+
+def test_a_body_nested_too_deeply_is_one_clear_failure() -> None:
+    completion = serve_once(b"[" * 200_000 + b"]" * 200_000)
+    assert completion.outcome == "transport"
+    assert completion.error is not None and "nested too deeply" in completion.error

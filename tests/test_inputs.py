@@ -1,9 +1,12 @@
+import os
 from pathlib import Path
 
 import pytest
 
 from taguru_ray.errors import UsageError
-from taguru_ray.store.inputs import READ_LIMIT, expand, read_source
+from taguru_ray.settings import read_config_file
+from taguru_ray.store import inputs
+from taguru_ray.store.inputs import READ_LIMIT, NotRegularFile, expand, read_regular, read_source
 
 
 def test_a_folder_contributes_its_md_and_txt_files_in_name_order(tmp_path: Path) -> None:
@@ -43,3 +46,60 @@ def test_reading_stops_past_the_cap(tmp_path: Path) -> None:
     big = tmp_path / "big.md"
     big.write_bytes(b"a" * (READ_LIMIT + 100))
     assert len(read_source(str(big))) == READ_LIMIT
+
+
+def test_a_fifo_or_a_device_is_refused_by_name_before_a_byte_is_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match=r"pipe\.md: a FIFO, not a regular file"):
+        expand([str(fifo)])
+    with pytest.raises(UsageError, match="/dev/zero: a character device, not a regular file"):
+        expand(["/dev/zero"])
+    with pytest.raises(NotRegularFile):  # opened without blocking: no writer needed
+        read_regular(str(fifo))
+    with pytest.raises(NotRegularFile):
+        read_source("/dev/zero")
+
+
+def test_an_entry_of_a_folder_that_is_no_regular_file_is_named(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("x")
+    os.mkfifo(tmp_path / "b.md")
+    with pytest.raises(UsageError, match=r"/b\.md: a FIFO, not a regular file"):
+        expand([str(tmp_path)])
+    os.unlink(tmp_path / "b.md")
+    (tmp_path / "loop.md").symlink_to(tmp_path / "loop.md")
+    with pytest.raises(UsageError, match=r"loop\.md: a symbolic link that cannot be followed"):
+        expand([str(tmp_path)])
+    with pytest.raises(UsageError, match=r"loop\.md: a symbolic link that cannot be followed"):
+        expand([str(tmp_path / "loop.md")])
+    os.unlink(tmp_path / "loop.md")
+    (tmp_path / "notes.json").symlink_to(tmp_path / "nowhere")  # not a segment name: ignored
+    assert expand([str(tmp_path)]) == [f"{tmp_path}/a.md"]
+
+
+def test_a_folder_that_cannot_be_listed_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.md").write_text("x")
+
+    def refuse(path: str) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(inputs.os, "scandir", refuse)  # root reads any folder: say it did not
+    with pytest.raises(UsageError, match=r"cannot be read \(Permission denied\)"):
+        expand([str(tmp_path)])
+
+
+def test_a_config_file_must_be_a_regular_file_and_a_bad_line_is_never_echoed(
+    tmp_path: Path,
+) -> None:
+    fifo = tmp_path / "config"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match="a FIFO, not a regular file"):
+        read_config_file(str(fifo))
+    bad = tmp_path / "bad.env"
+    bad.write_text("TAGURU_EXTRACT_API_KEY sk-secret-value\n")
+    with pytest.raises(UsageError) as refused:
+        read_config_file(str(bad))
+    assert "line 1: expected KEY=VALUE" in str(refused.value)
+    assert "sk-secret" not in str(refused.value)

@@ -45,3 +45,9 @@ def test_429_5xx_and_transport_errors_retry_other_errors_do_not() -> None:
 def test_endpoint_url_accepts_a_base_url() -> None:
     assert endpoint_url("http://h/v1") == "http://h/v1/chat/completions"
     assert endpoint_url("http://h/v1/chat/completions/") == "http://h/v1/chat/completions"
+
+
+def test_a_huge_or_non_finite_retry_after_is_capped_or_malformed() -> None:
+    assert parse_retry_after("100000") == 30.0  # the README's promise: 30 s at most
+    for malformed in ("inf", "Infinity", "nan", "-1", "1e400"):
+        assert parse_retry_after(malformed) is None, malformed

@@ -30,7 +30,7 @@ def usage(*args: str, env: dict[str, str] | None = None) -> str:
 def test_defaults_follow_the_seed() -> None:
     s = settings()
     assert (s.parallel, s.chunk_bytes, s.max_attempts, s.timeout_secs) == (1, 24576, 2, 300.0)
-    assert s.corrective_context_bytes is None and s.trace_attempts is True
+    assert s.trace_attempts is True and s.carryover == 32  # seed 002's default
 
 
 def test_flag_beats_environment_beats_config(tmp_path: Path) -> None:
@@ -153,3 +153,19 @@ def test_name_and_description_fold_into_the_description_input() -> None:
     assert compute_inputs(settings(), "a", "x", "y")["description"] == ""
     folded = compute_inputs(settings("--name", "sake", "--description", "d"), "a", "x", "y")
     assert folded["description"] == '["sake", "d"]'
+
+
+def test_a_store_that_does_not_outlive_the_process_is_refused() -> None:
+    flags = parse_flags(["--context", CONTEXT, "--out", "memory://x", "docs"])
+    with pytest.raises(UsageError, match="memory://x: a memory:// store ends with this process"):
+        resolve_settings(flags, ENV)
+    assert "--diagnostics-out memory://d.jsonl: a memory://" in usage(
+        "--diagnostics-out", "memory://d.jsonl"
+    )
+
+
+def test_a_corrective_turn_replays_at_most_256_kib_of_a_bad_answer_by_default() -> None:
+    assert settings().corrective_context_bytes == 256 * 1024
+    assert (
+        settings(env={"TAGURU_EXTRACT_CORRECTIVE_CONTEXT_BYTES": "0"}).corrective_context_bytes == 0
+    )

@@ -19,6 +19,7 @@ import asyncio
 import contextvars
 import heapq
 import itertools
+import math
 import time
 from collections import Counter, deque
 from collections.abc import Callable
@@ -27,6 +28,7 @@ from typing import Any
 
 from taguru_ray.llm.client import Usage
 from taguru_ray.llm.concurrency import AdaptiveLimit
+from taguru_ray.llm.retry import BACKOFF_CEILING_SECONDS
 
 # The admission priority of the requests the current task makes, lowest first: the
 # segment worker sets its segment's index, so the oldest segment of the window, the
@@ -320,8 +322,9 @@ class PermitPool:
         self.outcomes[usage.outcome] += 1
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
-        if usage.retry_after is not None:
-            endpoint.paused_until = max(endpoint.paused_until, now + usage.retry_after)
+        if usage.retry_after is not None and math.isfinite(usage.retry_after):
+            pause = min(max(usage.retry_after, 0.0), BACKOFF_CEILING_SECONDS)  # as promised
+            endpoint.paused_until = max(endpoint.paused_until, now + pause)
         if usage.outcome == "ok":
             endpoint.failures, endpoint.rests = 0, 0
             endpoint.completions += 1

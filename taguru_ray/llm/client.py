@@ -246,7 +246,7 @@ class ChatClient:
             ):
                 status = response.status
                 retry_header = response.headers.get("retry-after")
-                raw = await response.read()
+                raw = await _read_capped(response)
             usage = Usage(f"http_{status}", self._clock() - began)
             text = raw.decode("utf-8", errors="replace")
             if status == 429 or status >= 500:
@@ -260,6 +260,8 @@ class ChatClient:
                 payload = json.loads(text)
             except ValueError:
                 raise FatalStatus(status, "the body is not JSON") from None
+            except RecursionError:
+                raise FatalStatus(status, "the body is JSON nested too deeply to read") from None
             if not isinstance(payload, dict):
                 raise FatalStatus(status, "the body is not a JSON object")
             tokens = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
@@ -336,6 +338,33 @@ def _estimate_tokens(request: CompletionRequest) -> int:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+# The most of a response body read, well above what any answer needs (a 32 000-token
+# answer is about 128 KiB): a body past it is refused as sent, never read whole and
+# never replayed into a corrective turn (a 10 MB answer once cost 7.9 M input tokens).
+MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+
+
+async def _read_capped(response: aiohttp.ClientResponse) -> bytes:
+    declared = response.content_length
+    if declared is not None and declared > MAX_RESPONSE_BYTES:
+        raise FatalStatus(response.status, _too_big(f"declares {declared} bytes"))
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_chunked(64 * 1024):
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise FatalStatus(response.status, _too_big("ran past the cap"))
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_big(how: str) -> str:
+    return (
+        f"the response body {how}: more than {MAX_RESPONSE_BYTES // (1024 * 1024)} MiB is "
+        "read from no endpoint — lower --max-output-tokens or check the server"
+    )
 
 
 def _excerpt(text: str, limit: int = 300) -> str:

@@ -9,6 +9,8 @@ the server's own instruction beats a guess. Any other 4xx fails at once.
 
 from __future__ import annotations
 
+import math
+
 import aiohttp
 from tenacity import (
     AsyncRetrying,
@@ -39,14 +41,18 @@ class CompletionTimeout(Exception):
 
 
 def parse_retry_after(value: str | None) -> float | None:
-    """Delta-seconds only; an HTTP-date (or anything else) falls back to the backoff."""
+    """Delta-seconds, capped at the 30 s ceiling: the pause it sets for every caller of the
+    endpoint is capped with it. An HTTP-date, a negative or non-finite number (``inf``,
+    ``nan``) or anything else is malformed and falls back to the backoff."""
     if value is None:
         return None
     try:
         seconds = float(value.strip())
     except ValueError:
         return None
-    return seconds if seconds >= 0 else None
+    if not math.isfinite(seconds) or seconds < 0:
+        return None
+    return min(seconds, BACKOFF_CEILING_SECONDS)
 
 
 def _wait(state: RetryCallState) -> float:

@@ -14,8 +14,6 @@ import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
-import fsspec
-
 from taguru_ray.contract.context_schema import (
     ContextSchema,
     SchemaError,
@@ -25,6 +23,7 @@ from taguru_ray.contract.context_schema import (
 from taguru_ray.contract.context_schema import schema_digest as digest_of_schema
 from taguru_ray.errors import StartupError, TaguruRayError, UsageError
 from taguru_ray.settings import Settings
+from taguru_ray.store.inputs import read_regular
 from taguru_ray.store.vocabulary import (
     Vocabulary,
     VocabularyError,
@@ -115,8 +114,7 @@ def _redaction(settings: Settings) -> tuple[tuple[Rule, ...], str]:
 def _read(flag: str, path: str, refusal: type[TaguruRayError]) -> bytes:
     """A flag's file, local or fsspec URL; unreadable is `refusal` naming flag and file."""
     try:
-        with fsspec.open(path, "rb") as handle:
-            return bytes(handle.read())
+        return read_regular(path)
     except (OSError, ValueError) as error:
         raise refusal(f"{flag} {path}: cannot be read ({error})") from None
 

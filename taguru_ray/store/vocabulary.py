@@ -46,6 +46,7 @@ from taguru_ray.contract.items import MAX_NAME_BYTES
 from taguru_ray.contract.rust_text import debug_str, describe, display_f64, rust_trim, utf8_len
 from taguru_ray.contract.source_file import SourceFile, SourceFileError, parse_source_file
 from taguru_ray.pipeline.steer import Contribution, LabelUse
+from taguru_ray.store.inputs import read_regular
 from taguru_ray.text.occurrence import fold
 
 # The prompt offers at most this many concept names: the alphabetically first.
@@ -112,7 +113,7 @@ def load_vocabulary(path: str) -> Vocabulary:
     harvest = _Harvest()
     for shown, location in _stream_files(fs, root, path):
         try:
-            data = bytes(fs.cat_file(location))
+            data = read_regular(location if "://" not in path else shown)
         except OSError as error:
             raise VocabularyError(shown, None, f"cannot be read: {error}") from None
         for source in _sources(data, shown):
