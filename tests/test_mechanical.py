@@ -170,3 +170,25 @@ def test_lossy_drops_every_item_with_an_issue_and_corrects_nothing() -> None:
         'associations[1]: expected an object, got string "junk"',
         'aliases[0]: kind: expected "concept" or "label", got "person"',
     ]
+
+
+def test_a_name_holding_a_control_or_bidi_character_is_removed() -> None:
+    answer = {
+        "associations": [
+            {"subject": "Ray", "label": "\x1b[31mowns", "object": "Serve"},
+            {"subject": "Ray\u202eevreS", "label": "runs", "object": "Serve"},
+            {"subject": "Ray", "label": "runs", "object": "Serve"},
+        ],
+        "aliases": [{"alias": "R\x00", "canonical": "Ray", "kind": "concept"}],
+    }
+    judgement = judge(answer, Rules(1, 0), Haystack("Ray runs Serve Ray\u202eevreS"), Offered())
+    assert [r.text for r in judgement.removals] == [
+        'associations[0]: label "\\u{1b}[31mowns" holds a control character (U+001B) — '
+        "never part of a name",
+        'associations[1]: subject "Ray\\u{202e}evreS" holds a control character (U+202E) — '
+        "never part of a name",
+        'aliases[0]: alias "R\\0" holds a control character (U+0000) — never part of a name',
+    ]
+    output, dropped = lossy_pass(answer, Rules(1, 0))
+    assert [a["label"] for a in output.associations] == ["runs"]
+    assert len(dropped) == 3 and output.aliases == []

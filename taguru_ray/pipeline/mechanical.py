@@ -3,9 +3,11 @@
 Items that could never import as answered are removed here, deterministically
 and with accounting, instead of spending corrective turns that measurably fix
 nothing: a non-object element, a required field missing or empty, an alias
-mapping a spelling to itself, a single-character label, a spelling written in
-another language's ideographs (ADR 0039), a subject or object the segment
-never states (ADR 0013 §4, ADR 0036). What removal cannot judge — a present
+mapping a spelling to itself, a single-character label, a name holding a
+control or bidi character (NUL, an ANSI escape, U+202E: never a name, and
+written verbatim it would reach a terminal or reorder a reader's view), a
+spelling written in another language's ideographs (ADR 0039), a subject or
+object the segment never states (ADR 0013 §4, ADR 0036). What removal cannot judge — a present
 but wrong-typed, oversized or out-of-range value — stays an issue for the
 corrective turn. If any issue remains, the whole answer goes back and these
 removals are discarded with it; otherwise it is accepted with them recorded.
@@ -16,7 +18,7 @@ element with an issue as a counted ``dropped`` loss instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +27,12 @@ from taguru_ray.contract.rust_text import describe, quote_for_issue, rust_trim
 from taguru_ray.pipeline.validate import COLLECTIONS, Rules, item_issues, normalise
 from taguru_ray.text.occurrence import Haystack, fold, name_occurs, occurrence_reason
 from taguru_ray.text.redact import contains_placeholder
-from taguru_ray.text.scripts import foreign_ideographs, foreign_reason
+from taguru_ray.text.scripts import (
+    foreign_ideographs,
+    foreign_reason,
+    hidden_characters,
+    hidden_reason,
+)
 
 Item = Any
 
@@ -157,6 +164,10 @@ def _association(
         judgement.issues.extend(issues)
         return True
     subject, label, obj = (rust_trim(item[key]) for key in ("subject", "label", "object"))
+    hidden = _hidden((("subject", subject), ("label", label), ("object", obj)))
+    if hidden:
+        judgement.removals.append(Removal(path, hidden_reason(hidden), item))
+        return False
     masked = [(name, spelling) for name, spelling in (("subject", subject), ("object", obj))]
     if any(contains_placeholder(spelling) for _, spelling in masked):
         judgement.removals.append(Removal(path, placeholder_reason(masked), item))
@@ -208,6 +219,10 @@ def _alias(
     named = [
         (key, rust_trim(item[key])) for key in ("alias", "canonical") if isinstance(item[key], str)
     ]
+    hidden = _hidden(named)
+    if hidden:
+        judgement.removals.append(Removal(path, hidden_reason(hidden), item))
+        return False
     if any(contains_placeholder(spelling) for _, spelling in named):
         judgement.removals.append(Removal(path, placeholder_reason(named), item))
         return False
@@ -238,6 +253,13 @@ def lossy_pass(value: Mapping[str, Any], rules: Rules) -> tuple[PieceOutput, lis
             issues = item_issues(collection, index, item, rules) if judged else []
             if not judged and not isinstance(item, dict):
                 issues = [f"{collection}[{index}]: expected an object, got {describe(item)}"]
+            if not issues and collection != "questions" and isinstance(item, dict):
+                hidden = _hidden(
+                    (key, rust_trim(value))
+                    for key, value in item.items()
+                    if key in NAME_KEYS and isinstance(value, str)
+                )
+                issues = [f"{collection}[{index}]: {hidden_reason(hidden)}"] if hidden else []
             if issues:
                 path = f"{collection}[{index}]"
                 findings = [_finding(issue, path) for issue in issues]
@@ -245,6 +267,13 @@ def lossy_pass(value: Mapping[str, Any], rules: Rules) -> tuple[PieceOutput, lis
                 continue
             kept[collection].append(item)
     return normalise(kept, rules), dropped
+
+
+NAME_KEYS = ("subject", "label", "object", "alias", "canonical")
+
+
+def _hidden(named: Iterable[tuple[str, str]]) -> list[tuple[str, str, list[str]]]:
+    return [(key, name, codes) for key, name in named if (codes := hidden_characters(name))]
 
 
 def _finding(issue: str, path: str) -> str:

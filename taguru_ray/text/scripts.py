@@ -30,6 +30,7 @@ is flagged unless the segment writes it.
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import cache
 
 from taguru_ray.contract.rust_text import quote_for_issue
@@ -115,3 +116,29 @@ def _encodes(char: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+# Characters a name never holds: C0/C1 controls (NUL, ESC of an ANSI sequence, line
+# breaks) and the bidirectional controls that reorder what a reader sees (U+202E
+# shows "txt.exe" as "exe.txt"). Zero-width joiners are left alone: scripts need them.
+_BIDI_CONTROLS = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+
+def hidden_characters(name: str) -> list[str]:
+    """The code points of `name` a name may not hold, as ``U+001B``, first-seen order."""
+    found: dict[str, None] = {}
+    for char in name:
+        if unicodedata.category(char) == "Cc" or char in _BIDI_CONTROLS:
+            found.setdefault(f"U+{ord(char):04X}")
+    return list(found)
+
+
+def hidden_reason(fields: list[tuple[str, str, list[str]]]) -> str:
+    """``label "a\\u{1b}b" holds a control character (U+001B) — never part of a name``."""
+    return ", ".join(
+        f"{field} {quote_for_issue(name)} holds a control character ({', '.join(codes)}) — "
+        "never part of a name"
+        for field, name, codes in fields
+    )
