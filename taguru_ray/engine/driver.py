@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import socket
 from urllib.parse import urlsplit
 
 import ray
@@ -104,17 +105,63 @@ def _loopback(host: str) -> bool:
     return address.is_loopback or address.is_unspecified
 
 
+JOIN_TIMEOUT_S = 15.0  # a head that does not answer a TCP connect by then is not there
+
+
 def start_ray(address: str | None) -> bool:
-    """Connect to `address`, or start a local Ray; True when this process started it."""
+    """Connect to `address` (--address or RAY_ADDRESS), or start a local Ray; True when this
+    process started it.
+
+    With no address a new local Ray is started — never whatever cluster Ray's
+    current-cluster file names, whose head may be long dead. A head that does
+    not accept a connection within JOIN_TIMEOUT_S, or that refuses this driver
+    (a cluster that needs a token), is one `StartupError` line, never a hang or a
+    traceback; a Ctrl+C meanwhile ends the run at once.
+    """
     if ray.is_initialized():
         return False
-    ray.init(
-        address=address,
-        logging_level=logging.ERROR,
-        log_to_driver=False,
-        include_dashboard=False if address is None else None,
-    )
+    if address is not None:
+        _reachable(address)
+    try:
+        ray.init(
+            address=address or "local",
+            logging_level=logging.ERROR,
+            log_to_driver=False,
+            include_dashboard=False if address is None else None,
+        )
+    except (KeyboardInterrupt, StartupError):
+        raise
+    except Exception as error:
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        where = f"--address {address}" if address else "a local Ray"
+        fix = (
+            "check the address, and for a cluster that needs a token, RAY_AUTH_TOKEN"
+            if address
+            else "see `ray start --head` for what this machine is missing"
+        )
+        raise StartupError(
+            f"{where}: Ray did not start ({type(error).__name__}: {first[:300]}) — {fix}"
+        ) from None
     return address is None
+
+
+def _reachable(address: str) -> None:
+    """A TCP connect to the head, bounded: Ray's own join retries for minutes."""
+    target = address.removeprefix("ray://")
+    if target in ("auto", "local") or ":" not in target:
+        return
+    host, _, port = target.rpartition(":")
+    if not port.isdigit():
+        raise StartupError(f"--address {address}: expected HOST:PORT (or ray://HOST:PORT)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=JOIN_TIMEOUT_S).close()
+    except OSError as error:
+        why = "no answer" if isinstance(error, TimeoutError) else (error.strerror or str(error))
+        raise StartupError(
+            f"--address {address}: no Ray head answers there ({why} within "
+            f"{JOIN_TIMEOUT_S:g} s) — start the cluster, or drop --address (and RAY_ADDRESS) to "
+            "run on a local Ray"
+        ) from None
 
 
 def extract(settings: Settings, console: Console) -> int:
