@@ -10,6 +10,7 @@ what the manifest and the checkpoints compare — are derived from a Settings in
 from __future__ import annotations
 
 import datetime as _dt
+import difflib
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -96,6 +97,19 @@ def _text(text: str) -> str:
     return text
 
 
+def _credential(text: str) -> str | None:
+    """A key as pasted: surrounding whitespace (a trailing newline from a file) dropped;
+    a line break or control character inside would split the request's header, so it
+    is refused — without ever echoing the value."""
+    key = text.strip()
+    if any(char.isspace() or not char.isprintable() for char in key):
+        raise ValueError(
+            "holds a line break, a space or a control character inside (not shown) — set it "
+            "to the key alone"
+        )
+    return key or None
+
+
 def _inflight(text: str) -> int | str:
     if text.strip() == "auto":
         return "auto"
@@ -152,7 +166,7 @@ class Knob:
 KNOBS: tuple[Knob, ...] = (
     Knob("url", None, "TAGURU_EXTRACT_URL", _text, None),
     Knob("model", None, "TAGURU_EXTRACT_MODEL", _text, None),
-    Knob("api_key", None, "TAGURU_EXTRACT_API_KEY", _text, None),
+    Knob("api_key", None, "TAGURU_EXTRACT_API_KEY", _credential, None),
     Knob("timeout_secs", None, "TAGURU_EXTRACT_TIMEOUT_SECS", _seconds, 300.0),
     Knob("parallel", "--parallel", "TAGURU_EXTRACT_PARALLEL", _int_at_least(1), 1),
     Knob("max_attempts", None, "TAGURU_EXTRACT_MAX_ATTEMPTS", _int_between(1, 10), 2),
@@ -203,6 +217,30 @@ KNOBS: tuple[Knob, ...] = (
 )
 # fmt: on
 KNOB_BY_FIELD = {knob.field: knob for knob in KNOBS}
+# Variables read outside the knob table: the config file's own, and two that tests and
+# operators tune (the S3 lease's length, the progress line's interval).
+OTHER_VARIABLES = ("TAGURU_CONFIG", "TAGURU_RAY_LEASE_SECONDS", "TAGURU_RAY_PROGRESS_SECONDS")
+KNOWN_VARIABLES = frozenset({knob.env for knob in KNOBS if knob.env} | set(OTHER_VARIABLES))
+# taguru-ray's own namespaces: another TAGURU_* variable may belong to another taguru tool.
+OWN_PREFIXES = ("TAGURU_EXTRACT_", "TAGURU_RAY_")
+
+
+def unknown_variables(
+    environ: Mapping[str, str], config: Mapping[str, str], config_path: str | None
+) -> tuple[str, ...]:
+    """A line per variable of ours that nothing reads — a misspelling silently ignored
+    (TAGURU_EXTRACT_REDACTT=1) would run without what its author asked for."""
+    notes = []
+    sources = [("the environment", environ)]
+    if config_path:
+        sources.append((f"--config {config_path}", config))
+    for where, keys in sources:
+        for key in sorted(keys):
+            if key.startswith(OWN_PREFIXES) and key not in KNOWN_VARIABLES:
+                near = difflib.get_close_matches(key, sorted(KNOWN_VARIABLES), n=1)
+                hint = f" — did you mean {near[0]}?" if near else " — it is ignored"
+                notes.append(f"{key} (in {where}) is not a variable taguru-ray reads{hint}")
+    return tuple(notes)
 
 
 @dataclass(frozen=True)
@@ -289,6 +327,7 @@ class Settings:
     # What fsspec/s3fs read from the environment (credentials, endpoint, region),
     # carried to the workers, which may run on other nodes. Never printed.
     storage_env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    notes: tuple[str, ...] = ()  # said once on stderr before the run (unknown variables)
     # What --vocabulary/--schema hash to, filled once the driver has read them
     # (store/run_inputs.py): the fingerprints bind the content, never the path.
     schema_digest: str = ""
@@ -397,6 +436,7 @@ def resolve_settings(flags: Mapping[str, Any], environ: Mapping[str, str]) -> Se
         force=bool(flags.get("force")),
         storage_env=storage_environment(environ),
         endpoints=endpoints,
+        notes=unknown_variables(environ, config, config_path),
         **values,
     )
 

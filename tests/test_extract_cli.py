@@ -55,7 +55,8 @@ def test_a_run_writes_a_source_file_per_segment_and_its_records(cli: Cli, tmp_pa
         str(docs / name)
         for name in ("01-ray-overview.md", "02-object-storage-operations.md", "03-sake-brewing.md")
     )
-    report = result.stdout.splitlines()
+    *report, summary = result.stdout.splitlines()
+    assert summary == "extract: 3 written, 0 unchanged, 0 failed of 3 segment(s)"
     assert [line.split(": ")[0] for line in report] == sources
     assert all(" association(s), " in line and ", passage → " in line for line in report)
     assert "extract: 3 written, 0 unchanged, 0 failed of 3 segment(s)" in result.stdout
@@ -224,7 +225,7 @@ def test_dry_run_plans_without_calling_writing_or_locking(cli: Cli, tmp_path: Pa
     del env["TAGURU_EXTRACT_URL"]  # calls nothing, so needs no endpoint
     result = cli.extract(*base_args(out, "--dry-run"), str(docs), env=env)
     assert result.returncode == 0, result.stderr
-    plans = result.stdout.splitlines()
+    *plans, _ = result.stdout.splitlines()  # the summary last
     assert len(plans) == 3 and all(": would extract (" in line for line in plans)
     assert " chunk(s)) → " in plans[1] and "1 chunk(s)" not in plans[1]
     assert "extract: 3 planned, 0 unchanged, 0 failed of 3 segment(s)" in result.stdout
@@ -361,8 +362,11 @@ def test_the_demo_script_extracts_the_sample_corpus(tmp_path: Path, ray_address:
         ["sh", "examples/demo.sh"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr
-    assert "extract: 3 written, 0 unchanged, 0 failed of 3 segment(s)" in result.stdout
-    assert len(result.stdout.splitlines()) == 3
+    # Three report lines, the summary, and verify's verdict on the folder.
+    *report, summary, verdict = result.stdout.splitlines()
+    assert len(report) == 3
+    assert summary == "extract: 3 written, 0 unchanged, 0 failed of 3 segment(s)"
+    assert verdict == "verify: 3 source file(s), imports whole"
     assert len(list(out.glob("*.jsonl"))) == 3
     assert (out / ".extract-manifest.json").exists()
     assert len(list((out / ".extract-trace").glob("*.attempts.jsonl"))) == 3

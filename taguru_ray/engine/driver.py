@@ -34,6 +34,8 @@ __all__ = ["Console", "dry_run", "extract", "start_ray"]
 
 def dry_run(settings: Settings, console: Console) -> int:
     """Plan every segment: calls nothing, writes nothing, takes no lock."""
+    for line in settings.notes:
+        console.err(f"{MESSAGE_PREFIX}{line}")
     settings, inputs = load_run_inputs(settings)  # the digests are fingerprint inputs
     out = OutDir(settings.out)
     sources = expand(settings.paths)
@@ -168,6 +170,8 @@ def extract(settings: Settings, console: Console) -> int:
     """A real run: lock --out, start or join Ray, extract, summarise."""
     if settings.dry_run:
         return dry_run(settings, console)
+    for line in settings.notes:
+        console.err(f"{MESSAGE_PREFIX}{line}")
     settings, inputs = load_run_inputs(settings)  # before the lock: nothing written yet
     note = unmasked_note(settings)
     if note:

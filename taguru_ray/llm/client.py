@@ -16,6 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 from aiohttp.helpers import basicauth_from_netrc, get_env_proxy_for_url, netrc_from_env
@@ -28,6 +29,7 @@ from taguru_ray.llm.retry import (
     parse_retry_after,
     transport_retrying,
 )
+from taguru_ray.llm.scrub import Scrubber
 
 Message = dict[str, str]
 Seq = int | Awaitable[int]  # an attempt_seq, or one on its way
@@ -133,6 +135,13 @@ class Route:
     proxy_auth: aiohttp.BasicAuth | None = None
     auth: aiohttp.BasicAuth | None = None  # from ~/.netrc (NETRC), when no API key is set
 
+    @property
+    def key_header(self) -> str:
+        """How the API key is sent: Azure OpenAI takes an ``api-key`` header, every other
+        OpenAI-compatible server a Bearer ``Authorization``."""
+        host = URL(self.url).host or ""
+        return "api-key" if host.endswith(AZURE_HOSTS) else "Authorization"
+
     @classmethod
     def from_environment(cls, url: str, *, api_key: bool) -> Route:
         """What aiohttp's `trust_env` would apply: HTTP(S)_PROXY unless NO_PROXY names
@@ -148,11 +157,18 @@ class Route:
         return cls(url, proxy, proxy_auth, auth)
 
 
+AZURE_HOSTS = (".openai.azure.com", ".cognitiveservices.azure.com")
+
+
 def endpoint_url(url: str) -> str:
     """TAGURU_EXTRACT_URL names the /chat/completions endpoint; a bare base URL
-    (``…/v1``) is completed so Ollama- and vLLM-style base URLs work as typed."""
-    stripped = url.rstrip("/")
-    return stripped if stripped.endswith("/chat/completions") else stripped + "/chat/completions"
+    (``…/v1``) is completed so Ollama- and vLLM-style base URLs work as typed. The
+    query (Azure's ``?api-version=…``) stays where it was, after the path."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    if not path.endswith("/chat/completions"):
+        path += "/chat/completions"
+    return urlunsplit(parts._replace(path=path))
 
 
 class ChatClient:
@@ -180,9 +196,13 @@ class ChatClient:
             for u in ([url] if isinstance(url, str) else url)
         ]
         self._model = model
-        self._headers = {"Content-Type": "application/json"}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._headers = [{"Content-Type": "application/json"} for _ in self._routes]
+        for route, headers in zip(self._routes, self._headers, strict=True):
+            if api_key and route.key_header == "api-key":
+                headers["api-key"] = api_key
+            elif api_key:
+                headers["Authorization"] = f"Bearer {api_key}"
+        self._scrub = Scrubber.of(api_key)  # what an endpoint echoes never carries it on
         self._timeout = timeout_secs or None
         self._admission = admission or Unlimited()
         self._clock = clock
@@ -238,7 +258,7 @@ class ChatClient:
                 self._http.post(
                     route.url,
                     data=data,
-                    headers=self._headers,
+                    headers=self._headers[endpoint],
                     proxy=route.proxy,
                     proxy_auth=route.proxy_auth,
                     auth=route.auth,
@@ -253,9 +273,9 @@ class ChatClient:
                 retry_after = parse_retry_after(retry_header)
                 if status == 429:
                     usage = Usage("http_429", usage.latency_seconds, retry_after=retry_after)
-                raise RetryableStatus(status, _excerpt(text), retry_after)
+                raise RetryableStatus(status, _excerpt(self._scrub(text)), retry_after)
             if status >= 400:
-                raise FatalStatus(status, _excerpt(text))
+                raise FatalStatus(status, _excerpt(self._scrub(text)))
             try:
                 payload = json.loads(text)
             except ValueError:
@@ -293,7 +313,7 @@ class ChatClient:
             outcome=outcome,
             transport_retries=max(tries - 1, 0),
             elapsed_seconds=self._clock() - started,
-            error=error,
+            error=self._scrub(error),
             status=status,
             attempt_seq=_seq(numbered),
         )
@@ -310,11 +330,13 @@ class ChatClient:
         usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
         return Completion(
             outcome="answer",
-            text=content if isinstance(content, str) else None,
+            text=self._scrub.secrets_in(content) if isinstance(content, str) else None,
             finish_reason=choice.get("finish_reason")
             if isinstance(choice.get("finish_reason"), str)
             else None,
-            refusal=refusal if isinstance(refusal, str) and refusal else None,
+            refusal=self._scrub.secrets_in(refusal)
+            if isinstance(refusal, str) and refusal
+            else None,
             input_tokens=_int(usage.get("prompt_tokens")),
             output_tokens=_int(usage.get("completion_tokens")),
             total_tokens=_int(usage.get("total_tokens")),
