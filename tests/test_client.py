@@ -167,3 +167,48 @@ def test_a_body_nested_too_deeply_is_one_clear_failure() -> None:
     completion = serve_once(b"[" * 200_000 + b"]" * 200_000)
     assert completion.outcome == "transport"
     assert completion.error is not None and "nested too deeply" in completion.error
+
+
+def echoing_server(status: int) -> tuple[Completion, dict[str, str]]:
+    """A server that echoes the request's headers in its answer (as some proxies do)."""
+    from aiohttp import web
+
+    seen: dict[str, str] = {}
+
+    async def go() -> Completion:
+        async def handler(request: web.Request) -> web.Response:
+            await request.read()
+            seen.update(request.headers)
+            echoed = "; ".join(f"{k}: {v}" for k, v in request.headers.items())
+            if status != 200:
+                return web.Response(status=status, text=f"bad request, headers were {echoed}")
+            content = f"I saw {request.headers.get('Authorization', '')} and nothing else"
+            body = {"choices": [{"message": {"content": content}, "finish_reason": "stop"}]}
+            return web.json_response(body)
+
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", handler)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        try:
+            async with open_session() as http:
+                url = f"http://127.0.0.1:{port}/v1"
+                client = ChatClient(http, url, "m", api_key="sk-test-SECRET-1234", timeout_secs=30)
+                return await client.complete(REQUEST)
+        finally:
+            await runner.cleanup()
+
+    return asyncio.run(go()), seen
+
+
+def test_an_echoed_key_never_leaves_the_client() -> None:
+    failed, seen = echoing_server(400)
+    assert seen["Authorization"] == "Bearer sk-test-SECRET-1234"  # it was sent...
+    assert failed.outcome == "transport" and failed.error is not None
+    assert "SECRET" not in failed.error  # ...and never carried on
+    assert "Authorization: Bearer «redacted credential»" in failed.error
+    answered, _ = echoing_server(200)
+    assert answered.text == "I saw Bearer «redacted credential» and nothing else"

@@ -2,7 +2,7 @@ from types import SimpleNamespace
 
 import aiohttp
 
-from taguru_ray.llm.client import endpoint_url
+from taguru_ray.llm.client import Route, endpoint_url
 from taguru_ray.llm.retry import RetryableStatus, _retryable, _wait, parse_retry_after
 
 
@@ -51,3 +51,21 @@ def test_a_huge_or_non_finite_retry_after_is_capped_or_malformed() -> None:
     assert parse_retry_after("100000") == 30.0  # the README's promise: 30 s at most
     for malformed in ("inf", "Infinity", "nan", "-1", "1e400"):
         assert parse_retry_after(malformed) is None, malformed
+
+
+def test_an_endpoint_url_keeps_its_query_when_completed() -> None:
+    azure = (
+        "https://x.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-06-01"
+    )
+    assert endpoint_url(azure) == azure
+    assert (
+        endpoint_url("https://x.openai.azure.com/openai/deployments/d?api-version=2024-06-01")
+        == azure
+    )
+    assert endpoint_url("http://h/v1/?a=1") == "http://h/v1/chat/completions?a=1"
+
+
+def test_azure_openai_hosts_get_the_key_as_an_api_key_header() -> None:
+    azure = "https://x.openai.azure.com/openai/deployments/d/chat/completions?api-version=1"
+    assert Route(azure).key_header == "api-key"
+    assert Route("http://127.0.0.1:8000/v1/chat/completions").key_header == "Authorization"

@@ -169,3 +169,22 @@ def test_a_corrective_turn_replays_at_most_256_kib_of_a_bad_answer_by_default() 
     assert (
         settings(env={"TAGURU_EXTRACT_CORRECTIVE_CONTEXT_BYTES": "0"}).corrective_context_bytes == 0
     )
+
+
+def test_an_api_key_is_trimmed_and_one_with_a_line_break_inside_is_refused() -> None:
+    assert settings(env={"TAGURU_EXTRACT_API_KEY": " sk-abc\n"}).api_key == "sk-abc"
+    refused = usage(env={"TAGURU_EXTRACT_API_KEY": "sk-abc\r\nX-Evil: 1"})
+    assert refused.startswith("TAGURU_EXTRACT_API_KEY: holds a line break")
+    assert "sk-abc" not in refused
+
+
+def test_a_misspelled_variable_of_ours_is_named_with_the_nearest_one(tmp_path: Path) -> None:
+    config = tmp_path / "extract.env"
+    config.write_text("TAGURU_EXTRACT_REDACTT=1\nTAGURU_DATA_DIR=/srv\n")
+    s = settings("--config", str(config), env={"TAGURU_RAY_WORKRS": "3"})
+    assert s.notes == (
+        "TAGURU_RAY_WORKRS (in the environment) is not a variable taguru-ray reads — did you "
+        "mean TAGURU_RAY_WORKERS?",
+        f"TAGURU_EXTRACT_REDACTT (in --config {config}) is not a variable taguru-ray reads — "
+        "did you mean TAGURU_EXTRACT_REDACT?",
+    )
