@@ -6,8 +6,9 @@ import pytest
 from taguru_ray.errors import StartupError
 from taguru_ray.store.checkpoints import Checkpoint, count_reusable
 from taguru_ray.store.lock import OutLock
+from taguru_ray.store.logs import AttemptsLog
 from taguru_ray.store.manifest import Manifest
-from taguru_ray.store.outdir import MANIFEST, OutDir
+from taguru_ray.store.outdir import MANIFEST, LinkRefused, OutDir
 
 
 def entry(**fields: object) -> dict:
@@ -100,7 +101,78 @@ def test_an_unreadable_checkpoint_is_ignored_and_said(tmp_path: Path) -> None:
 
 def test_the_lock_refuses_a_second_holder_and_frees_on_release(tmp_path: Path) -> None:
     out = OutDir(str(tmp_path))
-    with OutLock(out), pytest.raises(StartupError, match="held by another taguru-ray process"):
+    with OutLock(out), pytest.raises(StartupError, match="held by another taguru process"):
         OutLock(out).acquire()
     with OutLock(out):
         pass
+
+
+def test_removing_or_replacing_the_lock_file_admits_no_second_run(tmp_path: Path) -> None:
+    out = OutDir(str(tmp_path))
+    with OutLock(out):
+        (tmp_path / ".extract.lock").unlink()
+        with pytest.raises(StartupError, match="held by another taguru process"):
+            OutLock(out).acquire()
+        (tmp_path / ".extract.lock").write_text("{}")  # a fresh file in its place
+        with pytest.raises(StartupError, match="held by another taguru process"):
+            OutLock(out).acquire()
+        # The same folder by another path is the same folder.
+        alias = tmp_path.parent / f"{tmp_path.name}-link"
+        alias.symlink_to(tmp_path)
+        with pytest.raises(StartupError, match="held by another taguru process"):
+            OutLock(OutDir(str(alias))).acquire()
+
+
+def test_a_link_planted_at_the_lock_file_is_refused_and_never_written_through(
+    tmp_path: Path,
+) -> None:
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me")
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    (out_dir / ".extract.lock").symlink_to(victim)
+    with pytest.raises(StartupError, match="a symbolic link where the lock file belongs"):
+        OutLock(OutDir(str(out_dir))).acquire()
+    assert victim.read_text() == "keep me"
+    with OutLock(OutDir(str(tmp_path / "free"))):
+        pass  # and a refused acquire left nothing held
+
+
+def test_a_link_planted_at_a_log_is_refused_and_the_file_it_names_untouched(
+    tmp_path: Path,
+) -> None:
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me")
+    out = OutDir(str(tmp_path / "out"))
+    out.ensure()
+    (tmp_path / "out" / ".extract-trace" / "a.attempts.jsonl").symlink_to(victim)
+    for fresh in (True, False):
+        with pytest.raises(LinkRefused, match="a symbolic link where a record belongs"):
+            AttemptsLog(out, ".extract-trace/a.attempts.jsonl").open(fresh=fresh)
+    assert victim.read_text() == "keep me"
+    # A source file or trace written where a link sits replaces the link, unfollowed.
+    (tmp_path / "out" / "s.jsonl").symlink_to(victim)
+    out.write("s.jsonl", b"{}\n")
+    assert victim.read_text() == "keep me" and not (tmp_path / "out" / "s.jsonl").is_symlink()
+
+
+def test_a_linked_record_folder_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / ".extract-trace").symlink_to(elsewhere)
+    with pytest.raises(LinkRefused, match="extract-trace: a symbolic link"):
+        OutDir(str(tmp_path / "out")).ensure()
+
+
+def test_a_torn_last_line_is_cut_before_a_log_is_continued(tmp_path: Path) -> None:
+    out = OutDir(str(tmp_path))
+    out.ensure()
+    path = tmp_path / ".extract-trace" / "a.attempts.jsonl"
+    path.write_bytes(b'{"type":"segment"}\n{"type":"attempt","answer":"cut sho')
+    log = AttemptsLog(out, ".extract-trace/a.attempts.jsonl")
+    log.open(fresh=False)
+    log.write({"type": "segment", "run_id": "second"})
+    log.close()
+    lines = path.read_bytes().splitlines()
+    assert [json.loads(line)["type"] for line in lines] == ["segment", "segment"]

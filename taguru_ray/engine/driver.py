@@ -26,7 +26,7 @@ from taguru_ray.store.checkpoints import count_reusable
 from taguru_ray.store.inputs import expand
 from taguru_ray.store.lock import lock_for
 from taguru_ray.store.manifest import Manifest
-from taguru_ray.store.outdir import OutDir
+from taguru_ray.store.outdir import LinkRefused, OutDir
 from taguru_ray.store.run_inputs import load_run_inputs
 
 __all__ = ["Console", "dry_run", "extract", "start_ray"]
@@ -180,6 +180,8 @@ def extract(settings: Settings, console: Console) -> int:
     sources = expand(settings.paths)
     try:
         out.ensure()
+    except LinkRefused as error:
+        raise StartupError(str(error)) from None
     except OSError as error:
         raise StartupError(f"--out {settings.out}: cannot create it ({error})") from None
     with lock_for(out, console.err):

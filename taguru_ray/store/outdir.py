@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
+import errno
 import io
 import os
 import posixpath
@@ -79,6 +80,9 @@ class OutDir:
         only the bucket itself must exist, checked with one request.
         """
         if self.local:
+            for name in (CHECKPOINTS, TRACE, MANIFEST_JOURNAL, MANIFEST):
+                if os.path.islink(self.local_path(name)):
+                    raise LinkRefused(self.local_path(name), "a folder or file of its own")
             for name in ("", CHECKPOINTS, TRACE):
                 self.fs.makedirs(self.path(name), exist_ok=True)
             return
@@ -138,7 +142,10 @@ class OutDir:
         temp = os.path.join(folder, f".{os.path.basename(target)}.tmp-{secrets.token_hex(4)}")
         batch = staging()
         try:
-            with open(temp, "wb") as handle:
+            # A new file of our own, never a path someone planted: the rename below then
+            # replaces whatever sits at the target, a symbolic link included, unfollowed.
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            with os.fdopen(os.open(temp, flags, 0o644), "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 if batch is None:
@@ -248,14 +255,40 @@ class _HashedNames:
         return at < len(self._hashes) and self._hashes[at] == key
 
 
+class LinkRefused(OSError):
+    """A symbolic link where --out holds a record: never written through."""
+
+    def __init__(self, path: str, what: str = "a record") -> None:
+        super().__init__(
+            f"{path}: a symbolic link where {what} belongs — remove it; taguru-ray never "
+            "writes through a link under --out"
+        )
+
+
 class _FileAppender:
     """A local append handle: each append is written, flushed and fsynced (inside a
-    group-commit batch, synced by the batch's barrier)."""
+    group-commit batch, synced by the batch's barrier).
+
+    Opened without following a symbolic link (a link planted at a log's name would
+    have it truncate or grow whatever file it points at), and a continued log whose
+    last line a killed run tore is cut back to its last whole line first, so the
+    tear is never buried mid-file under the records appended after it.
+    """
 
     def __init__(self, target: str, *, fresh: bool) -> None:
         os.makedirs(os.path.dirname(target), exist_ok=True)
         self._target = target
-        self._handle: IO[bytes] | None = open(target, "wb" if fresh else "ab")  # noqa: SIM115
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        flags |= os.O_TRUNC if fresh else os.O_APPEND
+        try:
+            fd = os.open(target, flags, 0o644)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise LinkRefused(target) from None
+            raise
+        if not fresh:
+            _trim_torn_tail(fd)
+        self._handle: IO[bytes] | None = os.fdopen(fd, "ab")
 
     def append(self, data: bytes) -> None:
         if self._handle is None:
@@ -274,6 +307,31 @@ class _FileAppender:
             self._handle = None
 
 
+def _trim_torn_tail(fd: int) -> None:
+    """Cut a file that does not end in a newline back to its last whole line."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    end = size
+    while end > 0:
+        start = max(0, end - 65536)
+        block = os.pread(fd, end - start, start)
+        cut = block.rfind(b"\n")
+        if cut >= 0:
+            os.ftruncate(fd, start + cut + 1)
+            return
+        end = start
+    os.ftruncate(fd, 0)
+
+
+def trimmed(data: bytes) -> bytes:
+    """`data` up to its last whole line (an object-store log a killed run tore)."""
+    if not data or data.endswith(b"\n"):
+        return data
+    cut = data.rfind(b"\n")
+    return data[: cut + 1] if cut >= 0 else b""
+
+
 class _ObjectAppender:
     """An object-store log: the whole object, held in memory, re-PUT per append.
 
@@ -285,7 +343,7 @@ class _ObjectAppender:
     def __init__(self, out: OutDir, name: str, *, fresh: bool) -> None:
         self._out = out
         self._name = name
-        self._data = bytearray() if fresh else bytearray(out.read(name) or b"")
+        self._data = bytearray() if fresh else bytearray(trimmed(out.read(name) or b""))
         self._unwritten = fresh
         self._closed = False
 
