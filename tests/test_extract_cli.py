@@ -370,3 +370,20 @@ def test_the_demo_script_extracts_the_sample_corpus(tmp_path: Path, ray_address:
     assert len(list(out.glob("*.jsonl"))) == 3
     assert (out / ".extract-manifest.json").exists()
     assert len(list((out / ".extract-trace").glob("*.attempts.jsonl"))) == 3
+
+
+def test_a_manifest_that_cannot_be_written_at_the_end_still_ends_with_the_summary(
+    cli: Cli, tmp_path: Path
+) -> None:
+    docs, out = corpus(tmp_path), tmp_path / "out"
+    (out / ".extract-manifest.json").mkdir(parents=True)  # its compaction will fail
+    result = cli.extract(*base_args(out), str(docs))
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout.splitlines()[-1] == (
+        "extract: 3 written, 0 unchanged, 0 failed of 3 segment(s)"
+    )
+    assert "ignoring an unreadable manifest at " in result.stderr
+    assert "taguru: extract: could not compact the manifest (" in result.stderr
+    assert "its journal keeps every entry" in result.stderr
+    assert len(list(out.glob("*.jsonl"))) == 3

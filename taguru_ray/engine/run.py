@@ -82,6 +82,7 @@ class ExtractRun:
         self.report = OrderedReport(self.console.out, self.console.err)
         self.manifest = Manifest(out, {})  # replaced by the loaded one before any skip
         self.stopping = False
+        self.store_failed = False  # the end-of-run writes failed: exit 1 after the summary
         self.reached = 0
         self.started = time.monotonic()
         self._limit_changes_seen = 0
@@ -166,9 +167,23 @@ class ExtractRun:
             watcher.cancel()
             watchdog.cancel()
             self.progress.clear()
-        await asyncio.to_thread(self.manifest.compact)
+        try:
+            await asyncio.to_thread(self.manifest.compact)
+        except OSError as error:  # a full disk, a read-only --out: the summary still comes
+            self.store_failed = True
+            self.console.err(
+                f"{FAILURE_PREFIX}could not compact the manifest ({error.strerror or error}) — "
+                "its journal keeps every entry, and a rerun once --out is writable again "
+                "compacts it and skips what was written"
+            )
         if diagnostics is not None:
-            await diagnostics.close.remote()
+            try:
+                await diagnostics.close.remote()
+            except ray.exceptions.RayError as error:
+                self.store_failed = True
+                self.console.err(
+                    f"{FAILURE_PREFIX}could not finish {self.settings.diagnostics_out} ({error})"
+                )
         return await self._summary()
 
     def _worker_placement(self) -> dict[str, Any]:
@@ -499,4 +514,4 @@ class ExtractRun:
             self.console.err(
                 f"{FAILURE_PREFIX}stopped after reaching {self.reached} of {tally.total} segment(s)"
             )
-        return exit_code(tally.failed, self.stopping)
+        return exit_code(tally.failed + int(self.store_failed), self.stopping)

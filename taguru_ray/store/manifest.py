@@ -209,7 +209,14 @@ class Manifest:
         journal = out.listing(MANIFEST_JOURNAL)
         names = {f"{MANIFEST_JOURNAL}/{name}" for name in journal}
         written = out.modified(MANIFEST)
-        handle = out.open_text(MANIFEST)
+        try:
+            handle = out.open_text(MANIFEST)
+        except OSError as error:  # a folder in its place, no permission to read it
+            note = (
+                f"ignoring an unreadable manifest at {out.path(MANIFEST)} "
+                f"({error.strerror or error}) — every segment re-extracts"
+            )
+            return cls(out, {}, names), note
         present = handle is not None
         entries = PackedEntries()
         if handle is not None:
