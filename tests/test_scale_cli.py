@@ -86,6 +86,27 @@ def start(cli: Cli, *arguments: str, **env: str) -> subprocess.Popen[str]:
     )
 
 
+def segment_workers() -> list[psutil.Process]:
+    """The segment worker processes of this test session's Ray: the raylet that starts
+    them is a child of this process (conftest's ray.init), so a suite running beside
+    this one on the same machine is never touched."""
+    found = []
+    for process in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            if "SegmentWorker" in " ".join(process.cmdline()):
+                found.append(process)
+    return found
+
+
+def no_segment_workers_left() -> None:
+    """Wait for the worker processes of finished runs to exit (Ray ends them with their
+    driver's job)."""
+    deadline = time.monotonic() + 60
+    while segment_workers():
+        assert time.monotonic() < deadline, "a finished run's segment workers lingered"
+        time.sleep(0.2)
+
+
 def a_worker_once_a_unit_is_checkpointed(
     driver: subprocess.Popen[str], out: Path
 ) -> psutil.Process:
@@ -94,11 +115,7 @@ def a_worker_once_a_unit_is_checkpointed(
     while units(out) < 1:
         assert driver.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
-    workers = [
-        p
-        for p in psutil.process_iter(["cmdline"])
-        if "SegmentWorker" in " ".join(p.info["cmdline"] or [])
-    ]
+    workers = segment_workers()
     assert workers, "no SegmentWorker process found"
     return workers[0]
 
@@ -157,6 +174,7 @@ def test_a_worker_process_killed_mid_run_does_not_fail_the_run(
     docs = corpus(tmp_path / "docs", 3)
     clean = tmp_path / "clean"
     assert cli.extract(*args(clean, docs)).returncode == 0
+    no_segment_workers_left()  # the worker killed below is this run's
 
     out = tmp_path / "out"
     driver = start(cli, *args(out, docs, "--workers", "2"))
@@ -177,16 +195,22 @@ def test_a_worker_that_stops_answering_is_restarted_and_the_run_completes(
     docs = corpus(tmp_path / "docs", 4)
     clean = tmp_path / "clean"
     assert cli.extract(*args(clean, docs)).returncode == 0
+    no_segment_workers_left()  # every worker seen from here on is this run's
 
     out = tmp_path / "out"
     driver = start(cli, *args(out, docs, "--workers", "2"), TAGURU_RAY_WORKER_HANG_SECS="4")
-    frozen = a_worker_once_a_unit_is_checkpointed(driver, out)
-    os.kill(frozen.pid, signal.SIGSTOP)
+    a_worker_once_a_unit_is_checkpointed(driver, out)
+    # Every worker frozen at once, none can finish its segments before the watchdog
+    # notices: the run completes only through the restart (deterministic on a busy box).
+    frozen = segment_workers()
+    for process in frozen:
+        os.kill(process.pid, signal.SIGSTOP)
     try:
         _, stderr = driver.communicate(timeout=180)
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(frozen.pid, signal.SIGKILL)
+        for process in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(process.pid, signal.SIGKILL)
     assert driver.returncode == 0, stderr
     assert "has not answered for 4 s (TAGURU_RAY_WORKER_HANG_SECS); restarting it" in stderr
     assert "resubmitting" in stderr
