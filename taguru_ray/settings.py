@@ -110,6 +110,15 @@ def _credential(text: str) -> str | None:
     return key or None
 
 
+def _passphrase(text: str) -> str | None:
+    """A secret phrase (spaces allowed), trimmed; a control character inside is refused,
+    never echoed."""
+    phrase = text.strip()
+    if any(not char.isprintable() for char in phrase):
+        raise ValueError("holds a control character (not shown) — set it to the phrase alone")
+    return phrase or None
+
+
 def _inflight(text: str) -> int | str:
     if text.strip() == "auto":
         return "auto"
@@ -195,6 +204,7 @@ KNOBS: tuple[Knob, ...] = (
     Knob("candidates", "--candidates", "TAGURU_EXTRACT_CANDIDATES", _boolish, False),
     Knob("redact", "--redact", "TAGURU_EXTRACT_REDACT", _redact, ""),
     Knob("redact_rules", "--redact-rules", "TAGURU_EXTRACT_REDACT_RULES", _text, None),
+    Knob("redact_key", None, "TAGURU_EXTRACT_REDACT_KEY", _passphrase, None),
     Knob("vocabulary", "--vocabulary", "TAGURU_EXTRACT_VOCABULARY", _text, None),
     Knob("coverage", "--coverage", "TAGURU_EXTRACT_COVERAGE", _boolish, False),
     Knob("schema", "--schema", "TAGURU_EXTRACT_SCHEMA", _text, None),
@@ -253,6 +263,7 @@ class Settings:
     model: str
     url: str | None
     api_key: str | None = field(default=None, repr=False)
+    redact_key: str | None = field(default=None, repr=False)  # see store/redact_key.py
     name: str | None = None
     description: str | None = None
     source_id: str | None = None

@@ -16,6 +16,21 @@ from taguru_ray.simulate.harness import SimulatorProcess
 from tests.support import Cli
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_config_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """--redact's key file (and anything else under the config home) stays in the test
+    session's own folder, never the user's ~/.config."""
+    import os
+
+    before = os.environ.get("XDG_CONFIG_HOME")
+    os.environ["XDG_CONFIG_HOME"] = str(tmp_path_factory.mktemp("config"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_CONFIG_HOME", None)
+    else:
+        os.environ["XDG_CONFIG_HOME"] = before
+
+
 @pytest.fixture(scope="session")
 def ray_address() -> Iterator[str]:
     import ray

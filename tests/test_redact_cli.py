@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from pathlib import Path
 
@@ -149,3 +151,45 @@ def test_a_remote_endpoint_without_redaction_is_said_once(ray_address: str, tmp_
         assert masked.returncode == 0 and "is not this machine" not in masked.stderr
         local = cli.extract(*base, "--force")
         assert local.returncode == 0 and "is not this machine" not in local.stderr
+
+
+def digests_of(text: str) -> set[str]:
+    """Every plain digest of unredacted text an --out could betray: the file's, each
+    paragraph's, each line's."""
+    pieces = {text, *text.split("\n\n"), *text.splitlines()}
+    return {hashlib.sha256(piece.encode("utf-8")).hexdigest() for piece in pieces if piece}
+
+
+def test_no_digest_of_unredacted_text_is_stored_and_placeholders_are_keyed(
+    cli: Cli, tmp_path: Path
+) -> None:
+    english, japanese = write_corpus(tmp_path / "docs")
+    out = tmp_path / "out"
+    env = cli.env(TAGURU_EXTRACT_REDACT_KEY="a key from the secret store")
+    args = ("--context", CONTEXT, "--out", str(out), "--redact", str(tmp_path / "docs"))
+    assert cli.extract(*args, env=env).returncode == 0
+    everything = "\n".join(
+        path.read_text(encoding="utf-8", errors="replace")
+        for path in out.rglob("*")
+        if path.is_file()
+    )
+    for source in (english, japanese):
+        text = source.read_text(encoding="utf-8")
+        for digest in digests_of(text):
+            assert digest[:16] not in everything, (source.name, digest)
+        # A placeholder is an HMAC under the key: no guess checks against it without the key.
+        salt = hashlib.sha256(text.encode("utf-8")).hexdigest().encode("ascii")
+        key = hashlib.sha256(b"taguru-ray redact key\0a key from the secret store").digest()
+        trace = out / ".extract-trace" / output_name(str(source))
+        records = [json.loads(x) for x in trace.read_text().splitlines()]
+        rule, value = "aws_access_key", planted_values()["aws_access_key"][0]
+        [placeholder] = {r["placeholder"] for r in records if r.get("rule") == rule}
+        keyed = hmac.new(key, salt + value.encode("utf-8"), hashlib.sha256).hexdigest()
+        shown = placeholder.removeprefix(f"«redacted {rule} ").removesuffix("»")
+        assert len(shown) >= 4 and keyed.startswith(shown)
+    # The same key: a rerun skips everything. Another key: every segment re-extracts.
+    cli.simulator.reset()
+    again = cli.extract(*args, env=env)
+    assert again.returncode == 0 and cli.simulator.stats()["requests"] == 0
+    other = cli.extract(*args, env=cli.env(TAGURU_EXTRACT_REDACT_KEY="another key"))
+    assert other.returncode == 0 and "extract: 2 written" in other.stdout

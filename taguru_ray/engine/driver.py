@@ -46,7 +46,7 @@ def dry_run(settings: Settings, console: Console) -> int:
     tally = Tally(total=len(sources))
     seen: set[str] = set()
     for index, source in enumerate(sources):
-        scanned = scan(settings, index, source, len(sources) > 1, seen)
+        scanned = scan(settings, index, source, len(sources) > 1, seen, inputs)
         if scanned.refusal or scanned.inputs is None or scanned.data is None:
             console.err(f"{FAILURE_PREFIX}{source}: {scanned.refusal}")
             tally.failed += 1
@@ -56,7 +56,9 @@ def dry_run(settings: Settings, console: Console) -> int:
             console.out(skip_line(source))
             tally.unchanged += 1
             continue
-        segment, redactions = redact_segment(read_segment(source, scanned.data), inputs.redaction)
+        segment, redactions = redact_segment(
+            read_segment(source, scanned.data), inputs.redaction, inputs.redact_key
+        )
         _, chunks = plan_segment(settings.chunk_context, segment.paragraphs, settings.chunk_bytes)
         masked = sum(1 for found in redactions if not found.preexisting)
         fingerprint = checkpoint_fingerprint(settings, segment.sha256)

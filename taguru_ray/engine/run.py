@@ -212,7 +212,9 @@ class ExtractRun:
         several = len(self.sources) > 1
         self.scanner = ScanAhead(
             len(self.sources),
-            lambda index: scan(self.settings, index, self.sources[index], several, seen),
+            lambda index: scan(
+                self.settings, index, self.sources[index], several, seen, self.inputs
+            ),
             readers,
         )
         self._early = readers.submit(self._settle_early)
@@ -264,6 +266,7 @@ class ExtractRun:
             scanned.source,
             scanned.data,
             self.inputs.redaction,
+            self.inputs.redact_key,
         )
 
     def _skip(self, scanned: Scanned, gaps: list[str]) -> None:

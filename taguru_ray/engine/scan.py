@@ -18,6 +18,7 @@ from taguru_ray.contract.source_file import SourceFileError, parse_source_file
 from taguru_ray.pipeline.coverage import stderr_line, uncovered
 from taguru_ray.pipeline.read import (
     SegmentRefused,
+    masked_sha256,
     read_segment,
     redact_segment,
     segment_sha256,
@@ -26,7 +27,8 @@ from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.settings import Settings, compute_inputs
 from taguru_ray.store.inputs import read_source
 from taguru_ray.store.outdir import OutDir
-from taguru_ray.text.redact import Rule
+from taguru_ray.store.run_inputs import RunInputs
+from taguru_ray.text.redact import Rule, scan_answer_text
 
 
 @dataclass
@@ -65,8 +67,30 @@ def new_run_id() -> str:
     return secrets.token_hex(8)
 
 
-def scan(settings: Settings, index: int, source: str, several: bool, seen_ids: set[str]) -> Scanned:
+def scan(
+    settings: Settings,
+    index: int,
+    source: str,
+    several: bool,
+    seen_ids: set[str],
+    inputs: RunInputs | None = None,
+) -> Scanned:
+    """Read and hash a segment; under --redact the hash is its masked text's (`read`)."""
     ident = written_id(source, settings.source_id, several)
+    if inputs is not None and inputs.redaction:
+        # The path is in every prompt and record: one that holds what --redact masks
+        # (an e-mail address in a file name) is refused, never sent.
+        tripped = scan_answer_text(source, inputs.redaction)
+        if tripped:
+            return Scanned(
+                index,
+                source,
+                ident,
+                refusal=(
+                    f"its path holds what --redact masks ({', '.join(tripped)}) — rename the "
+                    "file: a segment's path is sent in every prompt and written in its records"
+                ),
+            )
     if ident in seen_ids:
         return Scanned(
             index,
@@ -80,7 +104,10 @@ def scan(settings: Settings, index: int, source: str, several: bool, seen_ids: s
     seen_ids.add(ident)
     try:
         data = read_source(source)
-        digest = segment_sha256(data)
+        if inputs is not None and inputs.redaction:
+            digest = masked_sha256(source, data, inputs.redaction, inputs.redact_key)
+        else:
+            digest = segment_sha256(data)
     except OSError as error:
         return Scanned(index, source, ident, refusal=f"cannot read it ({error})")
     except SegmentRefused as refusal:
@@ -94,7 +121,12 @@ def skip_line(source: str) -> str:
 
 
 def existing_gaps(
-    out: OutDir, name: str, source: str, data: bytes, rules: Sequence[Rule] = ()
+    out: OutDir,
+    name: str,
+    source: str,
+    data: bytes,
+    rules: Sequence[Rule] = (),
+    key: bytes = b"",
 ) -> list[str]:
     """--coverage over a skipped segment: judged from the source file it already has,
     so a rerun over an unchanged corpus still reports every gap, calling nothing. The
@@ -104,7 +136,7 @@ def existing_gaps(
         return []
     try:
         parsed = parse_source_file(written, name=name)
-        segment, _ = redact_segment(read_segment(source, data), rules)
+        segment, _ = redact_segment(read_segment(source, data), rules, key)
     except (SourceFileError, SegmentRefused):
         return []
     return [stderr_line(source, gap) for gap in uncovered(segment.paragraphs, parsed.associations)]

@@ -241,7 +241,7 @@ async def extract_segment(
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {refusal}")
         return outcome
     run_inputs = run_inputs or RunInputs()
-    segment, redactions = redact_segment(segment, run_inputs.redaction)
+    segment, redactions = redact_segment(segment, run_inputs.redaction, run_inputs.redact_key)
     if redactions:
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {stderr_summary(redactions)}")
     inputs = compute_inputs(settings, segment.sha256, job.written_id, output_name(job.source))

@@ -48,20 +48,34 @@ def read_segment(source: str, data: bytes) -> Segment:
     return Segment(source, text, digest, tuple(split_paragraphs(text)))
 
 
-def redact_segment(segment: Segment, rules: Sequence[Rule]) -> tuple[Segment, list[Redaction]]:
+def redact_segment(
+    segment: Segment, rules: Sequence[Rule], key: bytes = b""
+) -> tuple[Segment, list[Redaction]]:
     """--redact: the segment with every match masked, before anything else reads it.
 
-    The hash stays the file's own (the manifest asks "did the file change"); the
-    text and the paragraphs are the masked ones, so the prompt, the passage, the
-    checkpoint and every record hold placeholders only.
+    The text and the paragraphs are the masked ones, so the prompt, the passage,
+    the checkpoint and every record hold placeholders only — and so does the
+    hash: under --redact a segment is known by the sha256 of its masked text
+    (the manifest's `sha256`, the checkpoint's, the records' `segment_sha256`).
+    The file's own hash would let anyone holding --out check a guess at a masked
+    value by hashing the file rebuilt around it; the masked text's cannot, and
+    it still changes whenever the file does (a masked value's placeholder is a
+    keyed digest of it) — the `redaction` input names the rules.
     """
     if not rules:
         return segment, []
-    text, found = redact(segment.text, segment.sha256, rules)
+    text, found = redact(segment.text, segment.sha256, rules, key)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     if not found:
-        return segment, []
-    masked = Segment(segment.source, text, segment.sha256, tuple(split_paragraphs(text)))
+        return Segment(segment.source, segment.text, digest, segment.paragraphs), []
+    masked = Segment(segment.source, text, digest, tuple(split_paragraphs(text)))
     return masked, found
+
+
+def masked_sha256(source: str, data: bytes, rules: Sequence[Rule], key: bytes = b"") -> str:
+    """The manifest's hash of a segment under --redact: its masked text's."""
+    segment, _ = redact_segment(read_segment(source, data), rules, key)
+    return segment.sha256
 
 
 def decode_segment(data: bytes) -> str:

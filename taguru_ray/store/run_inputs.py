@@ -11,7 +11,7 @@ wherever a segment is scanned — see the content, not the path.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from taguru_ray.contract.context_schema import (
@@ -24,6 +24,7 @@ from taguru_ray.contract.context_schema import schema_digest as digest_of_schema
 from taguru_ray.errors import StartupError, TaguruRayError, UsageError
 from taguru_ray.settings import Settings
 from taguru_ray.store.inputs import read_regular
+from taguru_ray.store.redact_key import redaction_key
 from taguru_ray.store.vocabulary import (
     Vocabulary,
     VocabularyError,
@@ -52,6 +53,7 @@ class RunInputs:
     vocabulary: Vocabulary | None = None
     schema: ContextSchema | None = None
     redaction: tuple[Rule, ...] = ()  # --redact: built-ins of the groups, then the file's
+    redact_key: bytes = field(default=b"", repr=False)  # the placeholders' HMAC key
 
     # Computed once per worker, not once per segment: an export holds many names.
     @cached_property
@@ -81,6 +83,7 @@ def load_run_inputs(settings: Settings) -> tuple[Settings, RunInputs]:
     vocabulary = _vocabulary(settings.vocabulary) if settings.vocabulary else None
     schema = _schema(settings.schema) if settings.schema else None
     rules, redaction = _redaction(settings)
+    key = redaction_key(settings.redact_key) if rules else b""
     settings = dataclasses.replace(
         settings,
         redaction_input=redaction,
@@ -90,7 +93,7 @@ def load_run_inputs(settings: Settings) -> tuple[Settings, RunInputs]:
         else "",
         schema_digest=digest_of_schema(schema) if schema else "",
     )
-    return settings, RunInputs(vocabulary, schema, rules)
+    return settings, RunInputs(vocabulary, schema, rules, key)
 
 
 def _redaction(settings: Settings) -> tuple[tuple[Rule, ...], str]:

@@ -36,6 +36,7 @@ does not have, is refused.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -569,16 +570,20 @@ def _accept(candidates: list[_Candidate]) -> list[_Candidate]:
 # --- masking ----------------------------------------------------------------------------------
 
 
-def redact(text: str, segment_sha256: str, rules: Sequence[Rule]) -> tuple[str, list[Redaction]]:
+def redact(
+    text: str, segment_sha256: str, rules: Sequence[Rule], key: bytes = b""
+) -> tuple[str, list[Redaction]]:
     """The redacted segment and one ``Redaction`` per accepted match, in text order.
 
-    ``segment_sha256`` (the manifest's hash of the unredacted text) salts the
-    placeholder digests, so the same secret masks the same way throughout a
-    segment and differently in another. The paragraph split of the result has
-    the same paragraphs, by count and index, as the original's.
+    ``segment_sha256`` (the hash of the unredacted text) salts the placeholder
+    digests, so the same secret masks the same way throughout a segment and
+    differently in another. With a `key` the digest is an HMAC under it: a
+    guess at a masked value can then not be checked against the placeholder by
+    anyone without the key (the run keeps it outside --out). The paragraph split
+    of the result has the same paragraphs, by count and index, as the original's.
     """
     matches = _scan(text, rules)
-    placeholders = _placeholders(text, segment_sha256, matches)
+    placeholders = _placeholders(text, segment_sha256, matches, key)
     pieces: list[str] = []
     redactions: list[Redaction] = []
     cursor = 0
@@ -596,7 +601,7 @@ def redact(text: str, segment_sha256: str, rules: Sequence[Rule]) -> tuple[str, 
 
 
 def _placeholders(
-    text: str, segment_sha256: str, matches: Iterable[_Match]
+    text: str, segment_sha256: str, matches: Iterable[_Match], key: bytes = b""
 ) -> dict[tuple[str, str], str]:
     """``(rule, matched) -> placeholder``, each rule's hex width chosen from all its matches."""
     digests: dict[str, dict[str, str]] = {}
@@ -607,7 +612,11 @@ def _placeholders(
         matched = text[found.start : found.end]
         if matched not in by_text:
             salted = segment_sha256.encode("ascii") + matched.encode("utf-8")
-            by_text[matched] = hashlib.sha256(salted).hexdigest()
+            by_text[matched] = (
+                hmac.new(key, salted, hashlib.sha256).hexdigest()
+                if key
+                else hashlib.sha256(salted).hexdigest()
+            )
     placeholders: dict[tuple[str, str], str] = {}
     for rule, by_text in digests.items():
         width = _distinguishing_width(list(by_text.values()))
