@@ -198,3 +198,57 @@ def test_a_sigkilled_run_on_s3_resumes_from_its_checkpoint_journal_and_log(
         source,
     ]
     assert left.names(MANIFEST_JOURNAL) == set()
+
+
+def snapshot(out: str) -> dict[str, bytes]:
+    """Every object under --out but the lock, by key: what the runs wrote."""
+    fs = fsspec.filesystem("s3")
+    fs.invalidate_cache()
+    return {
+        path: bytes(fs.cat_file(path)) for path in sorted(fs.find(out)) if not path.endswith(LOCK)
+    }
+
+
+def test_a_holder_frozen_past_its_lease_writes_nothing_once_it_wakes(
+    ray_address: str, slow_simulator: SimulatorProcess, s3_env: S3
+) -> None:
+    """Issue 16: run A is frozen (SIGSTOP) past its lease, run B takes the lease over and
+    finishes; A wakes, finds the lease lost and stops — and writes nothing more: no
+    manifest compacted over B's, no checkpoint, trace or source file. Run C then asks
+    for nothing."""
+    cli = Cli(ray_address, slow_simulator)
+    files = {f"s{i}.md": long_segment().replace(b"Section", f"Part{i}".encode()) for i in range(4)}
+    docs = upload(s3_env, "docs", files)
+    out = s3_env.prefix("out")
+    env = cli.env(**s3_env.env, TAGURU_RAY_LEASE_SECONDS="4")
+    run_args = [*args(out, "--chunk-bytes", "512", "--segment-window", "2"), docs]
+    slow_simulator.reset()
+    holder = subprocess.Popen(
+        cli.command(*run_args), env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 120
+    while not OutDir(out).names(".extract-checkpoints"):
+        assert holder.poll() is None, holder.communicate()
+        assert time.monotonic() < deadline, "run A checkpointed nothing"
+        time.sleep(0.1)
+    os.kill(holder.pid, signal.SIGSTOP)  # its workers run on, until the fence stops them
+    try:
+        time.sleep(5)  # past the 4 s lease
+        taker = cli.extract(*run_args, env=env)
+        assert taker.returncode == 0, taker.stderr
+        assert "expired at" in taker.stderr and "taking it over" in taker.stderr
+        after_taker = snapshot(out)
+    finally:
+        os.kill(holder.pid, signal.SIGCONT)
+    _, stderr = holder.communicate(timeout=120)
+    assert "lost the lease on" in stderr.decode(), stderr.decode()
+    assert "Traceback" not in stderr.decode()
+    assert snapshot(out) == after_taker  # the woken holder wrote nothing at all
+    quiesce(slow_simulator)
+    slow_simulator.reset()
+    again = cli.extract(*run_args, env=env)
+    assert again.returncode == 0, again.stderr
+    assert slow_simulator.stats()["requests"] == 0  # nothing is paid for twice
+    assert (
+        again.stdout.splitlines()[-1] == "extract: 0 written, 4 unchanged, 0 failed of 4 segment(s)"
+    )

@@ -30,7 +30,7 @@ from taguru_ray.store.lease import (
 from taguru_ray.store.lock import lock_for
 from taguru_ray.store.logs import AttemptsLog, Sidecar
 from taguru_ray.store.manifest import ENTRY_DEFAULTS, Manifest, journal_name
-from taguru_ray.store.outdir import LOCK, MANIFEST, MANIFEST_JOURNAL, TRACE, OutDir
+from taguru_ray.store.outdir import LOCK, MANIFEST, MANIFEST_JOURNAL, TRACE, Fenced, OutDir
 from tests import s3 as server
 from tests.s3 import S3
 
@@ -417,3 +417,38 @@ def test_the_lease_length_comes_from_the_environment() -> None:
     for bad in ("0", "-1", "soon", "nan"):
         with pytest.raises(UsageError, match="TAGURU_RAY_LEASE_SECONDS"):
             lease_seconds({"TAGURU_RAY_LEASE_SECONDS": bad})
+
+
+def test_every_write_is_fenced_by_the_lease_once_lost_or_about_to_lapse(out: OutDir) -> None:
+    now = [1000.0]
+    deadlines: list[float] = []
+    holder = LeaseLock(out, print, seconds=8, clock=lambda: now[0], on_lost=lambda: None)
+    holder.acquire()
+    holder.on_renewed = deadlines.append
+    out.fence = holder.check
+    out.write("a.jsonl", b"{}\n")  # within the lease
+    now[0] += 6.5  # past expiry minus the margin (8 - 2): a frozen holder stops writing
+    with pytest.raises(Fenced):
+        out.write("b.jsonl", b"{}\n")
+    holder.renew()  # the holder woke and nobody took over: its lease is good again
+    assert deadlines == [now[0] + 6.0]
+    out.write("b.jsonl", b"{}\n")
+    holder._lose()  # another run took it over
+    assert deadlines[-1] == float("-inf")
+    with pytest.raises(Fenced):
+        out.delete("a.jsonl")
+    holder.release()
+    out.fence = None
+    assert out.read("a.jsonl") == b"{}\n"  # the fenced delete never happened
+
+
+def test_compaction_merges_what_another_run_recorded_meanwhile(out: OutDir) -> None:
+    stale, _ = Manifest.load(out)  # a run that loaded, then froze
+    other, _ = Manifest.load(out)  # the run that took over
+    other.record("docs/b.md", entry(output="b.jsonl"))
+    other.compact()
+    stale.record("docs/a.md", entry(output="a.jsonl"))
+    stale.compact()
+    documents = json.loads(out.read(MANIFEST) or b"")["documents"]
+    assert sorted(documents) == ["docs/a.md", "docs/b.md"]  # nothing of the other run lost
+    assert objects(out, MANIFEST_JOURNAL) == []

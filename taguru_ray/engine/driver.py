@@ -186,8 +186,8 @@ def extract(settings: Settings, console: Console) -> int:
         raise StartupError(str(error)) from None
     except OSError as error:
         raise StartupError(f"--out {settings.out}: cannot create it ({error})") from None
-    with lock_for(out, console.err):
-        run = ExtractRun(settings, console, out, sources, inputs)
+    with lock_for(out, console.err) as lock:
+        run = ExtractRun(settings, console, out, sources, inputs, lock)
         # Reading and the skips of unchanged segments go on while Ray starts.
         run.start_reading()
         try:

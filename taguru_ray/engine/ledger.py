@@ -15,6 +15,7 @@ name-order prefix.
 from __future__ import annotations
 
 import asyncio
+import math
 from dataclasses import dataclass, field
 
 import ray
@@ -97,10 +98,17 @@ class CommitOrder:
 
 @ray.remote(num_cpus=0, max_concurrency=10_000)
 class Ledger:
-    """Async, so calls interleave on one event loop and never race on the order."""
+    """Async, so calls interleave on one event loop and never race on the order.
+
+    It also holds the run's write deadline (epoch seconds): the driver sets it at
+    every renewal of its lease on an object store, the workers fetch it to fence
+    their writes. A driver that freezes stops setting it, and its workers then stop
+    writing before another run can take the lease over (store/lease.py).
+    """
 
     def __init__(self, ordered: bool = True) -> None:
         self._order = CommitOrder(ordered=ordered)
+        self._deadline = math.inf  # a local folder's flock needs no fence
 
     async def settle(self, settled: list[tuple[int, Contribution]]) -> None:
         self._order.settle(settled)
@@ -110,3 +118,9 @@ class Ledger:
 
     async def abandon(self, index: int) -> None:
         self._order.abandon(index)
+
+    async def set_deadline(self, deadline: float) -> None:
+        self._deadline = deadline
+
+    async def deadline(self) -> float:
+        return self._deadline

@@ -49,8 +49,9 @@ from taguru_ray.llm.ladder import PINNED, PROMPTED, probe
 from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.settings import Settings
 from taguru_ray.store.checkpoints import Checkpoint
+from taguru_ray.store.lease import LeaseLock
 from taguru_ray.store.manifest import Manifest
-from taguru_ray.store.outdir import OutDir
+from taguru_ray.store.outdir import Fenced, OutDir
 from taguru_ray.store.run_inputs import RunInputs
 from taguru_ray.store.vocabulary import contribution
 
@@ -69,8 +70,16 @@ class ExtractRun:
         out: OutDir,
         sources: list[str],
         inputs: RunInputs | None = None,
+        lock: object | None = None,
     ) -> None:
         self.settings = settings
+        self.workers: list[Any] = []
+        if isinstance(lock, LeaseLock):
+            # Every write of the run is fenced by the lease (store/lease.py): the driver's
+            # through its OutDir, the workers' through the deadline pushed at each renewal.
+            out.fence = lock.check
+            lock.on_renewed = self._push_deadline
+        self.lock = lock
         self.inputs = inputs or RunInputs()
         self.out = out
         self.sources = sources
@@ -139,6 +148,8 @@ class ExtractRun:
             [inputs_ref],
         )
         self.ledger = Ledger.options(**here("ledger")).remote(settings.commit_order == "name")
+        if isinstance(self.lock, LeaseLock):
+            self.ledger.set_deadline.remote(self.lock.write_deadline)
         if self._seed is not None:
             await self.ledger.settle.remote([(CONTEXT_INDEX, self._seed)])
         diagnostics = (
@@ -169,6 +180,8 @@ class ExtractRun:
             self.progress.clear()
         try:
             await asyncio.to_thread(self.manifest.compact)
+        except Fenced as fenced:  # the lease is another run's: its manifest is not ours
+            self.console.err(f"{FAILURE_PREFIX}{fenced}")
         except OSError as error:  # a full disk, a read-only --out: the summary still comes
             self.store_failed = True
             self.console.err(
@@ -377,7 +390,11 @@ class ExtractRun:
         outcome = await self._run_on_a_worker(job)
         lines = [("err", note) for note in outcome.notes]
         if outcome.status == "written" and outcome.inputs is not None:
-            await self._record(job.source, outcome.inputs)
+            try:
+                await self._record(job.source, outcome.inputs)
+            except Fenced:  # written, but the lease is lost: the new holder redoes it
+                outcome.status = "interrupted"
+        if outcome.status == "written":
             self.tally.written += 1
             lines.append(("out", outcome.report or ""))
         elif outcome.status == "interrupted":
@@ -445,6 +462,15 @@ class ExtractRun:
         if replaced:
             self.out.delete(replaced)
         Checkpoint(self.out, source, {}).delete()
+
+    def _push_deadline(self, deadline: float) -> None:
+        """The lease was renewed (or lost: -inf): the workers' new write deadline. Called
+        on the lease's thread; actor calls are thread-safe and not waited for."""
+        ledger = getattr(self, "ledger", None)
+        if ledger is not None:
+            ledger.set_deadline.remote(deadline)
+        for worker in list(self.workers):
+            worker.set_deadline.remote(deadline)
 
     def _trap_signals(self) -> None:
         loop = asyncio.get_running_loop()

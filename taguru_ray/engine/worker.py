@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import os
+import time
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -27,6 +29,7 @@ from taguru_ray.engine.batches import failed_outcome
 from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
 from taguru_ray.engine.recorder import StoreRecorder
 from taguru_ray.engine.replay import ReplayBook, Replayer
+from taguru_ray.engine.report import FAILURE_PREFIX
 from taguru_ray.engine.segment import extract_segment
 from taguru_ray.llm.admission import set_priority
 from taguru_ray.llm.client import ChatClient, Completion, CompletionRequest, open_session
@@ -34,7 +37,7 @@ from taguru_ray.llm.gateway import GatewayAdmission, GatewayRung
 from taguru_ray.pipeline.claims import Proposal, Verdict
 from taguru_ray.settings import Settings
 from taguru_ray.store.logs import Sidecar
-from taguru_ray.store.outdir import OutDir
+from taguru_ray.store.outdir import Fenced, OutDir
 from taguru_ray.store.run_inputs import RunInputs
 
 WRITER_THREADS = 32
@@ -69,7 +72,20 @@ class SegmentWorker:
             else None
         )
         self._out = OutDir(settings.out)
+        # The run's write deadline (store/lease.py): the driver pushes each renewal's;
+        # a local folder needs none.
+        self._deadline = math.inf
+        if not self._out.local:
+            self._out.fence = self._check_deadline
         self._client: ChatClient | None = None
+
+    def _check_deadline(self) -> None:
+        if time.time() >= self._deadline:
+            raise Fenced(self._out.url)
+
+    async def set_deadline(self, deadline: float) -> None:
+        """The driver renewed its lease (or lost it: -inf)."""
+        self._deadline = deadline
 
     def _chat(self) -> ChatClient:
         # Created on first use, inside the actor's event loop that will drive it.
@@ -115,6 +131,15 @@ class SegmentWorker:
     async def _run_or_fail(self, job: SegmentJob) -> SegmentOutcome:
         try:
             return await self.run(job)
+        except Fenced as fenced:
+            # The lease is another run's now: stopped, not failed — the new holder
+            # resumes it from whatever was checkpointed before the fence.
+            return SegmentOutcome(
+                job.index,
+                job.source,
+                "interrupted",
+                notes=[f"{FAILURE_PREFIX}{job.source}: {fenced}"],
+            )
         except Exception as error:
             return failed_outcome(job, error)
 
@@ -128,6 +153,7 @@ class SegmentWorker:
                 ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="store")
             )
             await self._admission.register()
+            self._deadline = await self._ledger.deadline.remote()
             heap.settle()
         set_priority(job.index)  # this call's own task: its requests queue by segment
         pending: list[Any] = []

@@ -12,6 +12,15 @@ exactly one wins; elsewhere a write is read back after a short settle and kept
 only if the token is still ours. A holder whose renewal finds another token
 has lost the lease: it says so and stops the run (`on_lost`, by default an
 interrupt of the main thread).
+
+Fencing (issue 16): a holder frozen past its expiry (SIGSTOP, a paused VM)
+wakes to find another run owning --out, and anything it writes then would be
+written over the new holder's work. So every write of the run is fenced by
+the lease: `check` (the driver's) and the deadline handed to the workers
+(`on_renewed`) allow writes only until a quarter of a lease before the last
+known expiry — the margin covers clock skew and a write in flight — and never
+after the lease was lost. A frozen holder's workers, which do not freeze with
+it, stop writing before anyone can take over.
 """
 
 from __future__ import annotations
@@ -31,7 +40,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from taguru_ray.errors import MESSAGE_PREFIX, StartupError, UsageError
-from taguru_ray.store.outdir import LOCK, OutDir
+from taguru_ray.store.outdir import LOCK, Fenced, OutDir
 
 LEASE_ENV = "TAGURU_RAY_LEASE_SECONDS"
 DEFAULT_LEASE_SECONDS = 60.0
@@ -270,6 +279,23 @@ class LeaseLock:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.lost = False
+        self.valid_until = 0.0  # the expiry of the lease as last written (epoch seconds)
+        # Told each new write deadline (epoch seconds): how the workers are fenced.
+        self.on_renewed: Callable[[float], None] | None = None
+
+    @property
+    def margin(self) -> float:
+        """How long before the known expiry writes stop: clock skew and a write in flight."""
+        return self.seconds / 4
+
+    @property
+    def write_deadline(self) -> float:
+        return -math.inf if self.lost else self.valid_until - self.margin
+
+    def check(self) -> None:
+        """The driver's fence: raise `Fenced` once the lease is lost or about to lapse."""
+        if self.lost or self._clock() >= self.write_deadline:
+            raise Fenced(self._out.url)
 
     def _lease(self, now: float) -> Lease:
         return Lease(socket.gethostname(), os.getpid(), self.token, now, now + self.seconds)
@@ -299,6 +325,7 @@ class LeaseLock:
                     self._say(_takeover(self._out, held))
             except Raced:
                 continue
+            self.valid_until = mine.expires
             self._thread = threading.Thread(target=self._beat, name="taguru-ray-lease", daemon=True)
             self._thread.start()
             return
@@ -312,8 +339,9 @@ class LeaseLock:
         if self._seen is None:
             raise RuntimeError("renewing a lease that was never taken")
         now = self._clock()
+        lease = self._lease(now)
         try:
-            self._seen = self._store.replace(self._lease(now).encode(), self._seen)
+            self._seen = self._store.replace(lease.encode(), self._seen)
         except Raced:
             current = self._store.read()
             held = None if current is None else Lease.decode(current.data)
@@ -321,6 +349,10 @@ class LeaseLock:
                 raise
             # Ours after all (a retried PUT that had landed): adopt its version and go on.
             self._seen = current
+            lease = held
+        self.valid_until = lease.expires
+        if self.on_renewed is not None:
+            self.on_renewed(self.write_deadline)
 
     def _beat(self) -> None:
         while not self._stop.wait(self.seconds / 4):
@@ -340,6 +372,9 @@ class LeaseLock:
         held = None if current is None else Lease.decode(current.data)
         holder = held.holder() if held is not None else "a process that removed the lock"
         self.lost = True
+        if self.on_renewed is not None:
+            with contextlib.suppress(Exception):  # the workers' deadline: now past
+                self.on_renewed(-math.inf)
         self._say(
             f"{MESSAGE_PREFIX}lost the lease on {self._out.url} to {holder} — stopping this "
             "run; chunk checkpoints are kept"

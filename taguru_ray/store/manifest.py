@@ -195,6 +195,7 @@ class Manifest:
         self.entries = entries if isinstance(entries, PackedEntries) else PackedEntries(entries)
         # Journal entries the single file does not hold yet: folded and deleted by `compact`.
         self._journal: set[str] = set(journal or ())
+        self._recorded: set[str] = set()  # the sources this run wrote
         self._lock = threading.Lock()
 
     @classmethod
@@ -264,24 +265,34 @@ class Manifest:
         with self._lock:
             self.entries[source] = dict(inputs)
             self._journal.add(journal_name(source))
+            self._recorded.add(source)
 
     def compact(self) -> None:
         """Fold the journal into the single file, then delete the folded entries.
 
-        The file is written first: a kill between the two leaves entries the
-        file already holds, which a later load overlays harmlessly. With no
-        journal entry to fold the file is left as it is (no rewrite on a run
-        that skipped everything).
+        A merge, never an overwrite: the store is read again as it is now (its
+        single file and journal) and this run's own entries are laid over it, so
+        an entry another run recorded since this one loaded (a run that took an
+        expired lease over) survives. The file is written first: a kill between
+        the two leaves entries the file already holds, which a later load
+        overlays harmlessly. With no journal entry to fold the file is left as it
+        is (no rewrite on a run that skipped everything).
         """
         with self._lock:
             if not self._journal:
                 return
-            data = self.render()
-            folded = sorted(self._journal)
+            mine = {source: self.entries[source] for source in self._recorded}
+            ours = set(self._journal)
+        current, _ = Manifest.load(self._out)  # unreadable: this run's entries and none else
+        for source, entry in mine.items():
+            current.entries[source] = entry
+        data = current.render()
+        folded = sorted(ours | current._journal)
         self._out.write(MANIFEST, data)
         self._out.delete_many(folded)
         self._out.remove_empty_folder(MANIFEST_JOURNAL)
         with self._lock:
+            self.entries = current.entries
             self._journal.difference_update(folded)
 
     def render(self) -> bytes:

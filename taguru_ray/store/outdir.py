@@ -63,6 +63,14 @@ class OutDir:
         self.url = url
         self.fs, self.root = fsspec.core.url_to_fs(url)
         self.local = isinstance(self.fs, LocalFileSystem)
+        # Called before every write or delete: raises `Fenced` once this run's lease on
+        # an object store is lost or about to lapse (None: a local folder's flock, which
+        # nobody can take over while this process lives).
+        self.fence: Callable[[], None] | None = None
+
+    def _fenced(self) -> None:
+        if self.fence is not None:
+            self.fence()
 
     def path(self, name: str) -> str:
         return posixpath.join(self.root, name) if name else self.root
@@ -133,6 +141,7 @@ class OutDir:
 
     def write(self, name: str, data: bytes) -> None:
         """Replace `name` atomically with `data`."""
+        self._fenced()
         if not self.local:
             self.fs.pipe_file(self.path(name), data)
             return
@@ -171,6 +180,7 @@ class OutDir:
         return asyncio.to_thread(fn, *args)
 
     def delete(self, name: str) -> None:
+        self._fenced()
         with contextlib.suppress(FileNotFoundError):
             if self.local:
                 os.remove(self.local_path(name))
@@ -181,6 +191,7 @@ class OutDir:
         """Delete every existing file among `names` (batched requests on object stores)."""
         if not names:
             return
+        self._fenced()
         if self.local:
             for name in names:
                 self.delete(name)
@@ -253,6 +264,17 @@ class _HashedNames:
         key = hash(name)
         at = bisect.bisect_left(self._hashes, key)
         return at < len(self._hashes) and self._hashes[at] == key
+
+
+class Fenced(OSError):
+    """This run's lease on --out was lost (or is about to lapse unrenewed): another run
+    may hold the folder now, so this one writes nothing more there."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(
+            f"the lease on {url} was lost or lapsed unrenewed: this run writes nothing more "
+            "there (the run that takes it over finishes the work; checkpoints are kept)"
+        )
 
 
 class LinkRefused(OSError):
