@@ -35,7 +35,15 @@ def own_config_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 def ray_address() -> Iterator[str]:
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
+    # "local": a new Ray of its own, never the cluster another suite (or `ray start`) left
+    # in Ray's current-cluster file — two suites at once must not share one.
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        logging_level=logging.ERROR,
+        log_to_driver=False,
+    )
     address = ray.get_runtime_context().gcs_address
     yield address
     ray.shutdown()
