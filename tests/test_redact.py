@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import random
 import time
+import unicodedata
 
 import pytest
 
+from taguru_ray.text.matching_form import matching_form
 from taguru_ray.text.paragraphs import split_paragraphs
 from taguru_ray.text.redact import (
     BUILTIN_NAMES,
@@ -531,3 +533,140 @@ def test_a_long_dotted_run_is_scanned_in_linear_time() -> None:
     started = time.perf_counter()
     assert redact(text, DOC, ALL)[1] == []
     assert time.perf_counter() - started < 5
+
+
+# --- shapes that once reached the model verbatim (issue 16, item 8) ---------------------------
+
+# (id, text, the rules that mask it in order, the secrets none of which may survive)
+SHAPES = [
+    (
+        "full_width_phones",
+        "携帯：０９０－１２３４－５６７８、会社：０３－１２３４－５６７８",
+        ["phone", "phone"],
+        ["０９０－１２３４－５６７８", "０３－１２３４－５６７８"],
+    ),
+    (
+        "full_width_card",
+        "カード番号 ４１１１　１１１１　１１１１　１１１１ で決済",
+        ["payment_card"],
+        ["４１１１　１１１１　１１１１　１１１１"],
+    ),
+    (
+        "full_width_email",
+        "連絡先ｔａｒｏ＠ｅｘａｍｐｌｅ．ｃｏｍまで",
+        ["email"],
+        ["ｔａｒｏ＠ｅｘａｍｐｌｅ．ｃｏｍ"],
+    ),
+    (
+        "card_with_no_break_spaces",
+        "card 4111\u00a01111\u00a01111\u00a01111 on file",
+        ["payment_card"],
+        ["4111\u00a01111\u00a01111\u00a01111"],
+    ),
+    (
+        "email_with_a_zero_width_space",
+        "write to taro\u200b@example.com today",
+        ["email"],
+        ["taro\u200b@example.com"],
+    ),
+]
+
+
+def views(text: str) -> list[str]:
+    """A text as written, NFKC-normalised, and in the matching form the rules read."""
+    return [text, unicodedata.normalize("NFKC", text), matching_form(text).text]
+
+
+def assert_masked(text: str, secrets: list[str]) -> tuple[str, list[Redaction]]:
+    """Every secret is gone in every view of the redacted text; the paragraphs are the same."""
+    redacted, redactions = redact(text, DOC, ALL)
+    for secret in secrets:
+        for shown in views(redacted):
+            for form in views(secret):
+                assert form not in shown, (secret, redacted)
+    before, after = split_paragraphs(text), split_paragraphs(redacted)
+    assert [p.index for p in after] == [p.index for p in before]
+    return redacted, redactions
+
+
+@pytest.mark.parametrize(
+    ("text", "rules", "secrets"), [s[1:] for s in SHAPES], ids=[s[0] for s in SHAPES]
+)
+def test_every_shape_is_masked_in_every_view(
+    text: str, rules: list[str], secrets: list[str]
+) -> None:
+    _, redactions = assert_masked(text, secrets)
+    assert [found.rule for found in redactions] == rules
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "released 2024-01-15, patched ２０２４－０１－１５ and 2024.01.15",
+        "at 2024-01-15T10:15:30Z, 12:34:56 and １２：３４",
+        "version 1.2.3, 10.0.12 and v2.31.4",
+        "in 2024, 1999 and ２０２５年",
+        "〒100-0001 東京都千代田区、〒060-0001 札幌市、〒１００－０００１",
+        "¥1,234,567, $1,299.00, ￥９８０ and 3.14159",
+        "ISBN 978-4-10-109205-8 and 0-306-40615-2",
+        "IPs 192.168.100.200 and 10.0.0.1",
+        "ゼロ幅\u200bスペース\u00adと　全角スペース",
+    ],
+)
+def test_what_only_looks_like_a_number_is_left_alone(text: str) -> None:
+    assert redact(text, DOC, ALL) == (text, [])
+
+
+def test_a_full_width_match_masks_exactly_its_original_characters() -> None:
+    phone = "０３－１２３４－５６７８"
+    text = f"電話：{phone}（代表）"
+    redacted, redactions = redact(text, DOC, ALL)
+    assert redacted == f"電話：«redacted phone {digest(phone)[:4]}»（代表）"
+    assert redactions == [
+        Redaction("phone", 0, f"«redacted phone {digest(phone)[:4]}»", len(phone.encode()))
+    ]
+
+
+def test_an_invisible_character_inside_a_match_is_masked_with_it() -> None:
+    assert masked("mail taro\u200b@example.com\u200b now") == [("email", "taro\u200b@example.com")]
+
+
+def test_check_digits_are_verified_on_the_matching_form() -> None:
+    assert masked("番号：１２３４ ５６７８ ９０１８") == [
+        ("my_number", "１２３４ ５６７８ ９０１８")
+    ]
+    assert rules_of("番号：１２３４ ５６７８ ９０１７") == []
+    assert rules_of("カード ５５５５－５５５５－５５５５－４４４４") == ["payment_card"]
+    assert rules_of("カード ５５５５－５５５５－５５５５－４４４５") == []
+
+
+def test_a_script_change_is_a_word_boundary() -> None:
+    assert rules_of("電話03-1234-5678まで") == ["phone"]
+    assert rules_of(f"キーは{AWS}です") == ["aws_access_key"]
+    assert rules_of("マイナンバー123456789018を提出") == ["my_number"]
+
+
+def test_user_rules_read_the_matching_form() -> None:
+    rules, _ = parse_rules_file("emp_id\t\\bEMP-\\d{6}\\b\n", path="r")
+    assert masked("社員番号 ＥＭＰ－１２３４５６ です", ALL + rules) == [
+        ("emp_id", "ＥＭＰ－１２３４５６")
+    ]
+
+
+def test_a_placeholder_is_kept_only_as_written() -> None:
+    look_alikes = [
+        "«redacted email ３ｆ９ａ»",
+        "«redacted\u00a0email 3f9a»",
+        "«redacted email 3f\u200b9a»",
+    ]
+    for text in look_alikes:
+        assert redact(text, DOC, ALL) == (text, [])
+    _, redactions = redact("x «redacted email 3f9a» y", DOC, ALL)
+    assert [found.preexisting for found in redactions] == [True]
+
+
+def test_the_answer_scan_reads_the_matching_form_too() -> None:
+    assert scan_answer_text("連絡先ｔａｒｏ＠ｅｘａｍｐｌｅ．ｃｏｍ", ALL) == ["email"]
+    assert scan_answer_text("taro\u200b@example.com", ALL) == ["email"]
+    assert scan_answer_text("電話０９０－１２３４－５６７８", ALL) == ["phone"]
+    assert scan_answer_text("4111\u00a01111\u00a01111\u00a01111", ALL) == ["payment_card"]

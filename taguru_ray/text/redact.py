@@ -16,13 +16,18 @@ on purpose. A user's rules file (``name<TAB>regex`` per line) is applied after
 the built-ins in file order.
 
 Matching is per canonical paragraph (``split_paragraphs`` of the original
-text), so no match spans a paragraph separator. Within a paragraph every
+text), so no match spans a paragraph separator, and every rule, a user's too,
+reads the paragraph's matching form (``text/matching_form.py``: NFKC,
+invisible characters dropped) so that full-width digits, no-break spaces or a
+zero-width space hide nothing; a match is mapped back to the original
+characters it came from, and those are masked. Within a paragraph every
 rule's candidates are collected; a value-only rule (assignment, header,
 userinfo) masks its value but owns its whole match, shadowing other rules'
 candidates inside it; the rest are ordered by start ascending, length
 descending, then rule order, and accepted greedily. A placeholder already in
 the input, ``«redacted <rule> <4–64 hex>»``, is kept byte for byte as rule
-``preexisting``. A new placeholder is ``«redacted <rule> <hex>»``, the hex a
+``preexisting`` (only as written: a look-alike in full-width digits is text
+like any other). A new placeholder is ``«redacted <rule> <hex>»``, the hex a
 prefix of ``sha256(segment_sha256 ‖ matched bytes)``: four digits, or for a
 rule whose distinct matches collide there, the shortest length telling all of
 that rule's matches apart. Placeholders hold no newline, so paragraph N of the
@@ -40,6 +45,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from taguru_ray.text.matching_form import MatchingForm, matching_form
 from taguru_ray.text.paragraphs import WHITE_SPACE, Paragraph, is_white_space, split_paragraphs
 
 REDACT_VERSION = "redact2"
@@ -90,8 +96,8 @@ class Rule:
     """One redaction rule: its name (written into the placeholder), group and compiled pattern.
 
     A ``value_only`` rule masks its pattern's group 1 and owns the whole match;
-    ``validate``, when set, must accept the masked text (a check digit the
-    pattern cannot express); ``anchor``, when set, finds the same matches as
+    ``validate``, when set, must accept the masked text as the rules read it
+    (a check digit the pattern cannot express); ``anchor``, when set, finds the same matches as
     ``pattern.finditer`` in linear time.
     """
 
@@ -235,7 +241,9 @@ def _builtin(
     validate: Callable[[str], bool] | None = None,
     anchor: Anchor | None = None,
 ) -> Rule:
-    return Rule(name, group, re.compile(source, flags), value_only, validate, anchor)
+    """A built-in: ASCII ``\\b``, ``\\w`` and ``\\d``, so ``電話03-1234-5678`` or
+    ``キーはAKIA…です`` still has a boundary where the script changes."""
+    return Rule(name, group, re.compile(source, flags | re.ASCII), value_only, validate, anchor)
 
 
 # In ADR 0038's order, which is also the tie-break order between candidates.
@@ -286,13 +294,17 @@ _BUILTINS: tuple[Rule, ...] = (
         rf"\b[a-z][a-z0-9+.]*://[^{_WS}/:@]+:([^{_WS}/@]+)@",
         re.IGNORECASE,
         value_only=True,
-        anchor=Anchor("://", re.compile("[a-z0-9+.]", re.I), re.compile(r"\b[a-z]", re.I)),
+        anchor=Anchor(
+            "://", re.compile("[a-z0-9+.]", re.I | re.A), re.compile(r"\b[a-z]", re.I | re.A)
+        ),
     ),
     _builtin(
         "email",
         PII,
         r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b",
-        anchor=Anchor("@", re.compile("[A-Za-z0-9._%+-]"), re.compile(r"\b[A-Za-z0-9._%+-]")),
+        anchor=Anchor(
+            "@", re.compile("[A-Za-z0-9._%+-]", re.A), re.compile(r"\b[A-Za-z0-9._%+-]", re.A)
+        ),
     ),
     # Separators are required: a bare digit run is a date, an article, a price.
     _builtin(
@@ -482,7 +494,8 @@ def _scan(text: str, rules: Sequence[Rule]) -> list[_Match]:
     """Every accepted match, paragraph by paragraph, offsets into ``text``."""
     matches: list[_Match] = []
     for paragraph, offset in _paragraph_offsets(text):
-        for found in _accept(_unshadowed(_candidates(paragraph.text, rules))):
+        read = _Read(paragraph.index, offset, paragraph.text, matching_form(paragraph.text))
+        for found in _accept(_unshadowed(_candidates(read, rules))):
             matches.append(
                 _Match(
                     found.rule,
@@ -493,6 +506,16 @@ def _scan(text: str, rules: Sequence[Rule]) -> list[_Match]:
                 )
             )
     return matches
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A canonical paragraph, where it sits in the segment, and its matching form."""
+
+    index: int
+    offset: int
+    text: str
+    form: MatchingForm
 
 
 def _paragraph_offsets(text: str) -> Iterator[tuple[Paragraph, int]]:
@@ -509,29 +532,36 @@ def _paragraph_offsets(text: str) -> Iterator[tuple[Paragraph, int]]:
         cursor = start + len(paragraph.text)
 
 
-def _candidates(paragraph: str, rules: Sequence[Rule]) -> list[_Candidate]:
-    found = [
-        _Candidate(placeholder.start(), placeholder.end(), -1, PREEXISTING_RULE, preexisting=True)
-        for placeholder in _PLACEHOLDER.finditer(paragraph)
-    ]
+def _candidates(paragraph: _Read, rules: Sequence[Rule]) -> list[_Candidate]:
+    """Each rule's candidates, found in the matching form, spans in the original."""
+    form = paragraph.form
+    found = []
+    for placeholder in _PLACEHOLDER.finditer(form.text):
+        start, end = form.original_span(*placeholder.span())
+        # Kept only as written: a look-alike in other characters is text like any other.
+        if _PLACEHOLDER.fullmatch(paragraph.text, start, end):
+            found.append(_Candidate(start, end, -1, PREEXISTING_RULE, preexisting=True))
     for order, rule in enumerate(rules):
-        for match in rule.finditer(paragraph):
-            candidate = _candidate(match, order, rule)
+        for match in rule.finditer(form.text):
+            candidate = _candidate(match, order, rule, form)
             if candidate is not None:
                 found.append(candidate)
     return found
 
 
-def _candidate(match: re.Match[str], order: int, rule: Rule) -> _Candidate | None:
+def _candidate(
+    match: re.Match[str], order: int, rule: Rule, form: MatchingForm
+) -> _Candidate | None:
     owns: tuple[int, int] | None = None
     start, end = match.span()
     if rule.value_only:
-        owns = (start, end)
+        owns = form.original_span(start, end)
         start, end = match.span(1)
         if start < 0:
             return None
     if rule.validate is not None and not rule.validate(match.string[start:end]):
         return None
+    start, end = form.original_span(start, end)
     return _Candidate(start, end, order, rule.name, owns=owns)
 
 
