@@ -537,6 +537,8 @@ def test_a_long_dotted_run_is_scanned_in_linear_time() -> None:
 
 # --- shapes that once reached the model verbatim (issue 16, item 8) ---------------------------
 
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
 # (id, text, the rules that mask it in order, the secrets none of which may survive)
 SHAPES = [
     (
@@ -568,6 +570,49 @@ SHAPES = [
         "write to taro\u200b@example.com today",
         ["email"],
         ["taro\u200b@example.com"],
+    ),
+    (
+        "json_password",
+        '{"user": "taro", "password": "hunter2-secret"}',
+        ["credential_assignment"],
+        ["hunter2-secret"],
+    ),
+    (
+        "json_aws_secret_access_key",
+        f'{{"AccessKeyId": "{AWS}", "SecretAccessKey": "{AWS_SECRET}"}}',
+        ["aws_access_key", "credential_assignment"],
+        [AWS, AWS_SECRET],
+    ),
+    (
+        "python_api_key",
+        "settings = {'api_key': 'abc123def456ghi789jkl'}",
+        ["credential_assignment"],
+        ["abc123def456ghi789jkl"],
+    ),
+    (
+        "quoted_value_with_spaces",
+        '"password": "correct horse battery staple"',
+        ["credential_assignment"],
+        ["correct horse battery staple", "horse", "staple"],
+    ),
+    (
+        "oauth_and_cloud_names",
+        '"client_secret": "cs-9f8e7d6c5b4a", "access_token": "ya29.a0AfH6SMBx", '
+        '"private_key_id": "4f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6", '
+        f"aws_secret_access_key = {AWS_SECRET}",
+        ["credential_assignment"] * 4,
+        [
+            "cs-9f8e7d6c5b4a",
+            "ya29.a0AfH6SMBx",
+            "4f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6",
+            AWS_SECRET,
+        ],
+    ),
+    (
+        "japanese_password_label",
+        "初期パスワード：ｈｕｎｔｅｒ２ｘ、ユーザー名：taro",
+        ["credential_assignment"],
+        ["ｈｕｎｔｅｒ２ｘ"],
     ),
 ]
 
@@ -610,6 +655,7 @@ def test_every_shape_is_masked_in_every_view(
         "¥1,234,567, $1,299.00, ￥９８０ and 3.14159",
         "ISBN 978-4-10-109205-8 and 0-306-40615-2",
         "IPs 192.168.100.200 and 10.0.0.1",
+        '{"max_tokens": 4096, "token_type": "bearer", "password_min_length": 8}',
         "ゼロ幅\u200bスペース\u00adと　全角スペース",
     ],
 )
@@ -670,3 +716,40 @@ def test_the_answer_scan_reads_the_matching_form_too() -> None:
     assert scan_answer_text("taro\u200b@example.com", ALL) == ["email"]
     assert scan_answer_text("電話０９０－１２３４－５６７８", ALL) == ["phone"]
     assert scan_answer_text("4111\u00a01111\u00a01111\u00a01111", ALL) == ["payment_card"]
+
+
+def test_credential_names_take_quotes_camel_case_and_their_cloud_spellings() -> None:
+    names = [
+        "password",
+        "db.passwd",
+        "passphrase",
+        "SecretAccessKey",
+        "secret_access_key",
+        "AWS_SECRET_ACCESS_KEY",
+        "clientSecret",
+        "client_secret",
+        "access_token",
+        "refreshToken",
+        "apiKey",
+        "private_key",
+        "private_key_id",
+        "PRIVATE_KEY",
+        "signing_key",
+        "encryption_key",
+    ]
+    for name in names:
+        for line in [f'"{name}": "v4lue-{name}"', f"'{name}': 'v4lue-{name}'", f"{name}=v4lue"]:
+            assert rules_of(line) == ["credential_assignment"], line
+    assert masked('"password": "a \\"b\\" c"') == [("credential_assignment", 'a \\"b\\" c')]
+    assert masked("password = 'it is; still one'") == [
+        ("credential_assignment", "it is; still one")
+    ]
+    assert masked('password = "unterminated and more') == [
+        ("credential_assignment", "unterminated")
+    ]
+
+
+def test_a_quoted_authorization_header_masks_the_credential_only() -> None:
+    redacted, _ = redact('{"Authorization": "Bearer abc.def.ghi"}', DOC, ALL)
+    assert redacted.startswith('{"Authorization": "Bearer «redacted authorization_header ')
+    assert redacted.endswith('»"}')

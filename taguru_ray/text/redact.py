@@ -95,9 +95,10 @@ class Anchor:
 class Rule:
     """One redaction rule: its name (written into the placeholder), group and compiled pattern.
 
-    A ``value_only`` rule masks its pattern's group 1 and owns the whole match;
-    ``validate``, when set, must accept the masked text as the rules read it
-    (a check digit the pattern cannot express); ``anchor``, when set, finds the same matches as
+    A ``value_only`` rule masks the first of its pattern's groups that took
+    part in the match and owns the whole match; ``validate``, when set, must
+    accept the masked text as the rules read it (a check digit the pattern
+    cannot express); ``anchor``, when set, finds the same matches as
     ``pattern.finditer`` in linear time.
     """
 
@@ -246,6 +247,35 @@ def _builtin(
     return Rule(name, group, re.compile(source, flags | re.ASCII), value_only, validate, anchor)
 
 
+def _either(*forms: str) -> str:
+    return "|".join(f"(?:{form})" for form in forms)
+
+
+# The names a credential goes by, as the last word of a key: DB_PASSWORD,
+# client_secret, SecretAccessKey, access_token, X-Api-Key, private_key_id. A
+# name may end a longer identifier but not continue into one (max_tokens: is a
+# setting, passwordless: a flag).
+CREDENTIAL_NAMES: tuple[str, ...] = (
+    "password",
+    "passwd",
+    "passphrase",
+    r"secret(?:_?access)?(?:_?key)?(?:_?base)?",
+    "token",
+    r"api[_-]?key",
+    r"(?:private|signing|encryption|master)[_-]?key(?:[_-]?id)?",
+)
+# The same in Japanese labels, which no ASCII word boundary precedes.
+CREDENTIAL_LABELS_JA: tuple[str, ...] = ("パスワード", "暗証番号")
+# The key may be quoted ("password": …, 'api_key': …). A quoted value is masked
+# to its closing quote, spaces and all; a bare one to the next space, quote,
+# comma, semicolon or Japanese punctuation.
+_CREDENTIAL_VALUE = _either(
+    r'"((?:[^"\\\n]|\\.)+)"',
+    r"'((?:[^'\\\n]|\\.)+)'",
+    rf"[\"']?([^{_WS}\"',;、。「」]+)",
+)
+
+
 # In ADR 0038's order, which is also the tie-break order between candidates.
 _BUILTINS: tuple[Rule, ...] = (
     _builtin("aws_access_key", SECRETS, r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
@@ -269,20 +299,18 @@ _BUILTINS: tuple[Rule, ...] = (
         SECRETS,
         r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b",
     ),
-    # The keyword may end a longer identifier (DB_PASSWORD=) but not continue into
-    # one (max_tokens: is a setting); `secret` also takes its `_key` family.
     _builtin(
         "credential_assignment",
         SECRETS,
-        r"\b[a-z0-9_]*(?:password|passwd|secret(?:_access)?_key(?:_base)?|secret|token"
-        rf"|api[_-]?key)[{_WS}]*[=:][{_WS}]*[\"']?([^{_WS}\"',;]+)",
+        rf"(?:\b[a-z0-9_]*(?:{'|'.join(CREDENTIAL_NAMES)})|{'|'.join(CREDENTIAL_LABELS_JA)})"
+        rf"[\"']?[{_WS}]*[=:][{_WS}]*(?:{_CREDENTIAL_VALUE})",
         re.IGNORECASE,
         value_only=True,
     ),
     _builtin(
         "authorization_header",
         SECRETS,
-        rf"\bAuthorization:[{_WS}]*(?:Bearer|Basic)[{_WS}]+([^{_WS}]+)",
+        rf"\bAuthorization[\"']?[{_WS}]*:[{_WS}]*[\"']?(?:Bearer|Basic)[{_WS}]+([^{_WS}\"']+)",
         re.IGNORECASE,
         value_only=True,
     ),
@@ -556,13 +584,22 @@ def _candidate(
     start, end = match.span()
     if rule.value_only:
         owns = form.original_span(start, end)
-        start, end = match.span(1)
-        if start < 0:
+        value = _value_span(match)
+        if value is None:
             return None
+        start, end = value
     if rule.validate is not None and not rule.validate(match.string[start:end]):
         return None
     start, end = form.original_span(start, end)
     return _Candidate(start, end, order, rule.name, owns=owns)
+
+
+def _value_span(match: re.Match[str]) -> tuple[int, int] | None:
+    """The first group that took part: a value rule spells each way of quoting as its own."""
+    for group in range(1, (match.re.groups or 0) + 1):
+        if match.start(group) >= 0:
+            return match.span(group)
+    return None
 
 
 def _unshadowed(candidates: list[_Candidate]) -> list[_Candidate]:
