@@ -394,11 +394,14 @@ def test_matching_is_per_paragraph_and_indices_are_unchanged() -> None:
         ("private_key", 1),
         ("email", 2),
         ("aws_access_key", 2),
+        ("private_key", 3),
+        ("private_key", 4),
     ]
     before, after = split_paragraphs(text), split_paragraphs(redacted)
     assert [p.index for p in after] == [p.index for p in before] == [0, 1, 2, 3, 4]
     assert after[1].text == redactions[0].placeholder
-    assert after[3].text == before[3].text  # a key block a blank line split matches nowhere
+    # A key block a blank line splits is masked paragraph by paragraph.
+    assert [after[3].text, after[4].text] == [redactions[3].placeholder, redactions[4].placeholder]
     assert all("\n" not in found.placeholder for found in redactions)
 
 
@@ -538,6 +541,24 @@ def test_a_long_dotted_run_is_scanned_in_linear_time() -> None:
 # --- shapes that once reached the model verbatim (issue 16, item 8) ---------------------------
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+KEY_LINES = (
+    "MIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB",
+    "aNeuyL1nO6Cw0oTJ9hdkq1ZeCfW1zHLPS0K2L1nO6Cw0oTJ9hdkq1ZeCfW1zHLP",
+    "kq1Ze0oTJ9hd==",
+)
+DEK_IV = "3F17F5316E2BAC89A1B2C3D4E5F60718"
+ENCRYPTED_PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "Proc-Type: 4,ENCRYPTED\n"
+    f"DEK-Info: AES-128-CBC,{DEK_IV}\n"
+    "\n" + "\n".join(KEY_LINES) + "\n-----END RSA PRIVATE KEY-----"
+)
+EXCERPT_LINES = (
+    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj",
+    "MzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu",
+    "NMoSfm76oqFvAp8Gy0iz5sxjZmSnXyCdPEovGhLa0VzMaQ8s",
+)
+PEM_EXCERPT = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(EXCERPT_LINES)
 
 # (id, text, the rules that mask it in order, the secrets none of which may survive)
 SHAPES = [
@@ -614,6 +635,19 @@ SHAPES = [
         ["credential_assignment"],
         ["ｈｕｎｔｅｒ２ｘ"],
     ),
+    (
+        "encrypted_legacy_pem",
+        f"鍵は次の通り。\n\n{ENCRYPTED_PEM}\n\n以上。",
+        ["private_key", "private_key"],
+        [DEK_IV, *KEY_LINES],
+    ),
+    (
+        "pem_excerpt_then_text",
+        f"{PEM_EXCERPT}\n(the rest of the key was cut from the ticket)",
+        ["private_key"],
+        list(EXCERPT_LINES),
+    ),
+    ("pem_excerpt_at_the_end", f"key:\n{PEM_EXCERPT}\n", ["private_key"], list(EXCERPT_LINES)),
 ]
 
 
@@ -753,3 +787,75 @@ def test_a_quoted_authorization_header_masks_the_credential_only() -> None:
     redacted, _ = redact('{"Authorization": "Bearer abc.def.ghi"}', DOC, ALL)
     assert redacted.startswith('{"Authorization": "Bearer «redacted authorization_header ')
     assert redacted.endswith('»"}')
+
+
+def test_a_pem_block_split_by_a_blank_line_is_masked_in_each_paragraph() -> None:
+    text = f"intro\n\n{ENCRYPTED_PEM}\n\nafter"
+    redacted, redactions = assert_masked(text, [DEK_IV, *KEY_LINES, "ENCRYPTED"])
+    after = split_paragraphs(redacted)
+    assert [(found.rule, found.paragraph) for found in redactions] == [
+        ("private_key", 1),
+        ("private_key", 2),
+    ]
+    assert [p.text for p in after] == [
+        "intro",
+        redactions[0].placeholder,
+        redactions[1].placeholder,
+        "after",
+    ]
+    assert redactions[0].placeholder != redactions[1].placeholder
+
+
+def test_a_pem_block_with_crlf_line_ends_is_masked_the_same_way() -> None:
+    text = f"intro\n\n{ENCRYPTED_PEM}\n\nafter".replace("\n", "\r\n")
+    _, redactions = assert_masked(text, [DEK_IV, *KEY_LINES])
+    assert [(found.rule, found.paragraph) for found in redactions] == [
+        ("private_key", 1),
+        ("private_key", 2),
+    ]
+
+
+def test_a_pem_armor_of_any_private_key_kind_is_masked() -> None:
+    pgp = (
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\n\n"
+        "lQOYBF0Q8ZkBCADJxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdef\n=Ab1c\n"
+        "-----END PGP PRIVATE KEY BLOCK-----"
+    )
+    assert_masked(pgp, ["lQOYBF0Q8ZkBCADJxyz", "=Ab1c"])
+    openssh = (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"
+        "-----END OPENSSH PRIVATE KEY-----"
+    )
+    assert masked(openssh) == [("private_key", openssh)]
+
+
+def test_a_pem_excerpt_is_masked_through_its_last_base64_line_only() -> None:
+    text = f"{PEM_EXCERPT}\nThe rest was cut.\n\nRegards\nTaro"
+    redacted, redactions = assert_masked(text, list(EXCERPT_LINES))
+    assert redacted == f"{redactions[0].placeholder}\nThe rest was cut.\n\nRegards\nTaro"
+    # Short words after a blank line are not key material.
+    text = f"{PEM_EXCERPT}\n\nRegards\nTaro"
+    assert redact(text, DOC, ALL)[0].endswith("»\n\nRegards\nTaro")
+
+
+def test_a_pem_block_inside_a_credential_value_is_masked_whole() -> None:
+    escaped = (
+        '"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC'
+        '\\n-----END PRIVATE KEY-----\\n"'
+    )
+    assert_masked(escaped, ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"])
+    truncated = '"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC'
+    assert_masked(truncated, ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"])
+    yaml = (
+        'private_key: "-----BEGIN RSA PRIVATE KEY-----\n'
+        f'  {KEY_LINES[0]}\n  -----END RSA PRIVATE KEY-----"'
+    )
+    _, redactions = assert_masked(yaml, [KEY_LINES[0]])
+    assert [found.rule for found in redactions] == ["private_key"]
+
+
+def test_unclosed_key_blocks_and_long_base64_runs_are_scanned_in_linear_time() -> None:
+    text = "-----BEGIN PRIVATE KEY-----\n\n" * 20_000 + "end\n\n" + ("QUFB" * 16 + "\n") * 20_000
+    started = time.perf_counter()
+    assert len(redact(text, DOC, ALL)[1]) == 20_000
+    assert time.perf_counter() - started < 5

@@ -16,21 +16,25 @@ on purpose. A user's rules file (``name<TAB>regex`` per line) is applied after
 the built-ins in file order.
 
 Matching is per canonical paragraph (``split_paragraphs`` of the original
-text), so no match spans a paragraph separator, and every rule, a user's too,
-reads the paragraph's matching form (``text/matching_form.py``: NFKC,
-invisible characters dropped) so that full-width digits, no-break spaces or a
-zero-width space hide nothing; a match is mapped back to the original
-characters it came from, and those are masked. Within a paragraph every
-rule's candidates are collected; a value-only rule (assignment, header,
-userinfo) masks its value but owns its whole match, shadowing other rules'
-candidates inside it; the rest are ordered by start ascending, length
-descending, then rule order, and accepted greedily. A placeholder already in
-the input, ``«redacted <rule> <4–64 hex>»``, is kept byte for byte as rule
-``preexisting`` (only as written: a look-alike in full-width digits is text
-like any other). A new placeholder is ``«redacted <rule> <hex>»``, the hex a
-prefix of ``sha256(segment_sha256 ‖ matched bytes)``: four digits, or for a
-rule whose distinct matches collide there, the shortest length telling all of
-that rule's matches apart. Placeholders hold no newline, so paragraph N of the
+text), and every rule, a user's too, reads the paragraph's matching form
+(``text/matching_form.py``: NFKC, invisible characters dropped) so that
+full-width digits, no-break spaces or a zero-width space hide nothing; a match
+is mapped back to the original characters it came from, and those are
+masked. ``private_key`` alone reads the whole segment, since a PEM block may
+hold a blank line (the legacy encrypted form does): each paragraph's part of a
+block is a candidate there, masked with its own placeholder, so no mask spans
+a paragraph separator. Within a paragraph every rule's candidates are
+collected; a value-only rule (assignment, header, userinfo) masks its value
+but owns its whole match, shadowing other rules' candidates inside it (not a
+key block's part, which may run past it); the rest are ordered by start
+ascending, length descending, then rule order, and accepted greedily. A
+placeholder already in the input, ``«redacted <rule> <4–64 hex>»``, is kept
+byte for byte as rule ``preexisting`` (only as written: a look-alike in
+full-width digits is text like any other). A new placeholder is
+``«redacted <rule> <hex>»``, the hex a prefix of
+``sha256(segment_sha256 ‖ matched bytes)``: four digits, or for a rule whose
+distinct matches collide there, the shortest length telling all of that
+rule's matches apart. Placeholders hold no newline, so paragraph N of the
 redacted text is paragraph N of the file.
 
 User patterns are Rust regexes in the contract; here they are compiled by
@@ -42,6 +46,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -66,6 +71,8 @@ _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 # Rust's \s is Unicode White_Space; Python's also takes U+001C..U+001F. Spell the
 # class out so a value ends exactly where the reference's would.
 _WS = "".join(f"\\u{ord(char):04x}" for char in sorted(WHITE_SPACE))
+# White_Space within a line: what may pad a line without making it another.
+_H = "".join(f"\\u{ord(char):04x}" for char in sorted(WHITE_SPACE - {"\n"}))
 
 _LOOK_AROUND = ("(?=", "(?!", "(?<=", "(?<!")
 
@@ -99,7 +106,10 @@ class Rule:
     part in the match and owns the whole match; ``validate``, when set, must
     accept the masked text as the rules read it (a check digit the pattern
     cannot express); ``anchor``, when set, finds the same matches as
-    ``pattern.finditer`` in linear time.
+    ``pattern.finditer`` in linear time. An ``across_paragraphs`` rule is
+    matched over the whole segment and each paragraph's part of a match is
+    masked on its own (a PEM block a blank line splits); it is never
+    ``value_only``.
     """
 
     name: str
@@ -108,6 +118,7 @@ class Rule:
     value_only: bool = False
     validate: Callable[[str], bool] | None = None
     anchor: Anchor | None = None
+    across_paragraphs: bool = False
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         """Successive non-overlapping matches in ``text``, as ``re.finditer`` yields them."""
@@ -161,6 +172,7 @@ class _Candidate:
     rule: str
     preexisting: bool = False
     owns: tuple[int, int] | None = None
+    spanning: bool = False
 
 
 @dataclass(frozen=True)
@@ -241,15 +253,45 @@ def _builtin(
     value_only: bool = False,
     validate: Callable[[str], bool] | None = None,
     anchor: Anchor | None = None,
+    across_paragraphs: bool = False,
 ) -> Rule:
     """A built-in: ASCII ``\\b``, ``\\w`` and ``\\d``, so ``電話03-1234-5678`` or
     ``キーはAKIA…です`` still has a boundary where the script changes."""
-    return Rule(name, group, re.compile(source, flags | re.ASCII), value_only, validate, anchor)
+    return Rule(
+        name,
+        group,
+        re.compile(source, flags | re.ASCII),
+        value_only,
+        validate,
+        anchor,
+        across_paragraphs,
+    )
 
 
 def _either(*forms: str) -> str:
     return "|".join(f"(?:{form})" for form in forms)
 
+
+# A PEM private key (PKCS#1, PKCS#8, SEC1, OpenSSH, OpenPGP armor). Within one
+# paragraph, BEGIN to END whatever lies between (a quoted or "\\n"-escaped
+# block too). Otherwise the block's body lines: RFC 1421 headers (Proc-Type,
+# DEK-Info), base64 lines, blank lines before a long or padded base64 line
+# (the legacy encrypted form puts one after its headers), through the END line
+# or, when there is none (an excerpt), the last body line.
+_PEM_LABEL = r"[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?"
+_PEM_BEGIN = rf"-----BEGIN {_PEM_LABEL}-----"
+_PEM_END = rf"-----END {_PEM_LABEL}-----"
+_PEM_HEADER = r"[A-Za-z][A-Za-z0-9-]*:[^\n]*"
+_PEM_BASE64 = r"[A-Za-z0-9+/=]+"
+_PEM_BASE64_AFTER_BLANK = _either(r"[A-Za-z0-9+/]{16,}={0,2}", r"[A-Za-z0-9+/]*={1,2}")
+_PEM_IN_PARAGRAPH = rf"(?:[^\n]|\n[{_H}]*[^{_WS}])*?(?:\n[{_H}]*)?{_PEM_END}"
+_PEM_BODY = (
+    r"(?:\\n[A-Za-z0-9+/=]*)*"  # the rest of an escaped one-line block
+    rf"[{_H}]*(?:"
+    rf"\n[{_H}]*(?:{_either(_PEM_HEADER, _PEM_BASE64)})[{_H}]*$"
+    rf"|\n[{_H}]*(?:\n[{_H}]*)+(?:{_either(_PEM_HEADER, _PEM_BASE64_AFTER_BLANK)})[{_H}]*$"
+    rf")*(?:(?:\n[{_H}]*)+{_PEM_END})?"
+)
 
 # The names a credential goes by, as the last word of a key: DB_PASSWORD,
 # client_secret, SecretAccessKey, access_token, X-Api-Key, private_key_id. A
@@ -290,8 +332,9 @@ _BUILTINS: tuple[Rule, ...] = (
     _builtin(
         "private_key",
         SECRETS,
-        r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----",
-        re.DOTALL,
+        rf"{_PEM_BEGIN}(?:{_PEM_IN_PARAGRAPH}|{_PEM_BODY})",
+        re.MULTILINE,
+        across_paragraphs=True,
     ),
     # `eyJ` is base64url for `{"`: header and payload that decode to a JSON object.
     _builtin(
@@ -520,16 +563,21 @@ def _class_body_start(pattern: str, index: int) -> int:
 
 def _scan(text: str, rules: Sequence[Rule]) -> list[_Match]:
     """Every accepted match, paragraph by paragraph, offsets into ``text``."""
+    paragraphs = [
+        _Read(paragraph.index, offset, paragraph.text, matching_form(paragraph.text))
+        for paragraph, offset in _paragraph_offsets(text)
+    ]
+    across = _across_paragraphs(text, paragraphs, rules)
     matches: list[_Match] = []
-    for paragraph, offset in _paragraph_offsets(text):
-        read = _Read(paragraph.index, offset, paragraph.text, matching_form(paragraph.text))
-        for found in _accept(_unshadowed(_candidates(read, rules))):
+    for paragraph in paragraphs:
+        candidates = _candidates(paragraph, rules) + across.get(paragraph.index, [])
+        for found in _accept(_unshadowed(candidates)):
             matches.append(
                 _Match(
                     found.rule,
                     paragraph.index,
-                    offset + found.start,
-                    offset + found.end,
+                    paragraph.offset + found.start,
+                    paragraph.offset + found.end,
                     found.preexisting,
                 )
             )
@@ -561,7 +609,7 @@ def _paragraph_offsets(text: str) -> Iterator[tuple[Paragraph, int]]:
 
 
 def _candidates(paragraph: _Read, rules: Sequence[Rule]) -> list[_Candidate]:
-    """Each rule's candidates, found in the matching form, spans in the original."""
+    """Each paragraph rule's candidates, found in the matching form, spans in the original."""
     form = paragraph.form
     found = []
     for placeholder in _PLACEHOLDER.finditer(form.text):
@@ -570,6 +618,8 @@ def _candidates(paragraph: _Read, rules: Sequence[Rule]) -> list[_Candidate]:
         if _PLACEHOLDER.fullmatch(paragraph.text, start, end):
             found.append(_Candidate(start, end, -1, PREEXISTING_RULE, preexisting=True))
     for order, rule in enumerate(rules):
+        if rule.across_paragraphs:
+            continue
         for match in rule.finditer(form.text):
             candidate = _candidate(match, order, rule, form)
             if candidate is not None:
@@ -602,11 +652,59 @@ def _value_span(match: re.Match[str]) -> tuple[int, int] | None:
     return None
 
 
+def _across_paragraphs(
+    text: str, paragraphs: Sequence[_Read], rules: Sequence[Rule]
+) -> dict[int, list[_Candidate]]:
+    """The candidates of the rules matched over the whole segment, by paragraph index.
+
+    A match becomes one candidate per paragraph it touches, the paragraph's
+    part of it, so no mask covers a separator and the paragraphs keep their
+    count and indices.
+    """
+    spanning = [(order, rule) for order, rule in enumerate(rules) if rule.across_paragraphs]
+    if not spanning or not paragraphs:
+        return {}
+    joined, firsts = _joined_forms(text, paragraphs)
+    found: dict[int, list[_Candidate]] = {}
+    for order, rule in spanning:
+        for match in rule.finditer(joined):
+            if rule.validate is not None and not rule.validate(match.group()):
+                continue
+            since, to = match.span()
+            for index in range(max(bisect_right(firsts, since) - 1, 0), len(paragraphs)):
+                first, form = firsts[index], paragraphs[index].form
+                if first >= to:
+                    break
+                start, end = max(since, first) - first, min(to, first + len(form.text)) - first
+                if end > start:
+                    start, end = form.original_span(start, end)
+                    piece = _Candidate(start, end, order, rule.name, spanning=True)
+                    found.setdefault(index, []).append(piece)
+    return found
+
+
+def _joined_forms(text: str, paragraphs: Sequence[_Read]) -> tuple[str, list[int]]:
+    """The paragraphs' matching forms joined by the original separators, and where each starts."""
+    pieces: list[str] = []
+    firsts: list[int] = []
+    cursor = length = 0
+    for paragraph in paragraphs:
+        gap = text[cursor : paragraph.offset]
+        pieces += [gap, paragraph.form.text]
+        firsts.append(length + len(gap))
+        length += len(gap) + len(paragraph.form.text)
+        cursor = paragraph.offset + len(paragraph.text)
+    return "".join(pieces), firsts
+
+
 def _unshadowed(candidates: list[_Candidate]) -> list[_Candidate]:
     """Drop other rules' candidates inside a value-only rule's whole match.
 
     A kept placeholder is never shadowed, and owners never shadow each other:
     between overlapping owners the ordering decides, so neither secret is lost.
+    Nor is a part of a block matched across paragraphs: it runs past the line
+    an owner reads (a PEM block after ``private_key: "``), so it competes in
+    the ordering instead of leaving its later lines bare.
     """
     owned = [(found.rule, *found.owns) for found in candidates if found.owns is not None]
     return [
@@ -614,6 +712,7 @@ def _unshadowed(candidates: list[_Candidate]) -> list[_Candidate]:
         for found in candidates
         if found.preexisting
         or found.owns is not None
+        or found.spanning
         or not any(
             rule != found.rule and found.start < to and found.end > since
             for rule, since, to in owned
