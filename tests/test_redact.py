@@ -25,6 +25,7 @@ from taguru_ray.text.redact import (
     my_number_check_digit_holds,
     parse_rules_file,
     payment_card_holds,
+    phone_digits_plausible,
     redact,
     redaction_input,
     scan_answer_text,
@@ -648,6 +649,18 @@ SHAPES = [
         list(EXCERPT_LINES),
     ),
     ("pem_excerpt_at_the_end", f"key:\n{PEM_EXCERPT}\n", ["private_key"], list(EXCERPT_LINES)),
+    (
+        "us_phones",
+        "Call (415) 555-2671, 415-555-2671, 415.555.2671, +1 415 555 2671 or 1-800-555-0199.",
+        ["phone"] * 5,
+        ["(415) 555-2671", "415-555-2671", "415.555.2671", "+1 415 555 2671", "1-800-555-0199"],
+    ),
+    (
+        "japanese_phones_with_spaces",
+        "携帯 090 1234 5678、代表 03 1234 5678、フリーダイヤル 0120 123 456",
+        ["phone"] * 3,
+        ["090 1234 5678", "03 1234 5678", "0120 123 456"],
+    ),
 ]
 
 
@@ -687,6 +700,7 @@ def test_every_shape_is_masked_in_every_view(
         "in 2024, 1999 and ２０２５年",
         "〒100-0001 東京都千代田区、〒060-0001 札幌市、〒１００－０００１",
         "¥1,234,567, $1,299.00, ￥９８０ and 3.14159",
+        "dd-mm-yyyy 05-12-2024 and 0 12 345",
         "ISBN 978-4-10-109205-8 and 0-306-40615-2",
         "IPs 192.168.100.200 and 10.0.0.1",
         '{"max_tokens": 4096, "token_type": "bearer", "password_min_length": 8}',
@@ -859,3 +873,34 @@ def test_unclosed_key_blocks_and_long_base64_runs_are_scanned_in_linear_time() -
     started = time.perf_counter()
     assert len(redact(text, DOC, ALL)[1]) == 20_000
     assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize(
+    "phone",
+    [
+        "(415) 555-2671",
+        "(415)555-2671",
+        "415-555-2671",
+        "415.555.2671",
+        "+1 415 555 2671",
+        "+1 (415) 555-2671",
+        "1-800-555-0199",
+        "090 1234 5678",
+        "03 1234 5678",
+        "0120 123 456",
+        "(03) 1234 5678",
+        "090ー1234ー5678",
+        "03−1234−5678",
+    ],
+)
+def test_us_and_spaced_japanese_phone_forms(phone: str) -> None:
+    assert masked(f"tel {phone} now") == [("phone", phone)]
+
+
+def test_a_phone_has_as_many_digits_as_a_phone_number() -> None:
+    assert phone_digits_plausible("03-1234-5678")
+    assert phone_digits_plausible("090-1234-5678")
+    assert phone_digits_plausible("+81 3 1234 5678")
+    assert not phone_digits_plausible("05-12-2024")
+    assert not phone_digits_plausible("0123-4567-8901")
+    assert not phone_digits_plausible("+1 23 456")

@@ -8,8 +8,9 @@ judgment — deterministic, no model, no dictionary — in two selectable groups
 - ``secrets``: aws_access_key, github_token, openai_key, slack_token,
   google_api_key, private_key (a PEM block), jwt, credential_assignment,
   authorization_header, url_userinfo;
-- ``pii``: email, phone (Japanese and international forms), my_number (12-digit
-  個人番号 whose check digit holds), payment_card (issuer range + Luhn).
+- ``pii``: email, phone (Japanese, North American and international forms),
+  my_number (12-digit 個人番号 whose check digit holds), payment_card (issuer
+  range + Luhn).
 
 Names, addresses, dates, IP addresses and high-entropy strings are not judged,
 on purpose. A user's rules file (``name<TAB>regex`` per line) is applied after
@@ -215,6 +216,15 @@ def payment_card_holds(candidate: str) -> bool:
     return 13 <= len(digits) <= 19 and _known_issuer(digits) and _luhn_holds(digits)
 
 
+def phone_digits_plausible(candidate: str) -> bool:
+    """As many digits as a phone number has: 8–15 after a ``+`` country code (E.164),
+    else 10 or 11 (a Japanese number with its leading 0, a North American one
+    with or without its 1) — so ``05-12-2024`` or ``0 12 345`` is no number.
+    """
+    digits = len(_ascii_digits(candidate))
+    return 8 <= digits <= 15 if candidate.startswith("+") else 10 <= digits <= 11
+
+
 def _ascii_digits(text: str) -> list[int]:
     return [ord(char) - 48 for char in text if "0" <= char <= "9"]
 
@@ -317,6 +327,22 @@ _CREDENTIAL_VALUE = _either(
     rf"[\"']?([^{_WS}\"',;、。「」]+)",
 )
 
+_DASHES = "\\-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u30fc"  # - ‐ ‑ ‒ – — ― − ー
+# Separators are required: a bare digit run is a date, an article, a price;
+# the digit count is checked too (``phone_digits_plausible``).
+PHONE_FORMS: tuple[str, ...] = (
+    # Japanese: 03-1234-5678, 090 1234 5678, 0120-123-456, (03) 1234-5678
+    rf"\b0\d{{1,4}}[{_DASHES} ]\d{{1,4}}[{_DASHES} ]\d{{3,4}}\b",
+    rf"\(0\d{{1,4}}\)[{_WS}]?\d{{1,4}}[{_DASHES} ]\d{{3,4}}\b",
+    # North American: (415) 555-2671, 415-555-2671, 415.555.2671, 1-800-555-0199
+    r"\([2-9]\d{2}\) ?[2-9]\d{2}[-.]\d{4}\b",
+    r"\b(?:1-)?[2-9]\d{2}-[2-9]\d{2}-\d{4}\b",
+    r"\b(?:1\.)?[2-9]\d{2}\.[2-9]\d{2}\.\d{4}\b",
+    # International: +81 3 1234 5678, +1 415 555 2671, +1 (415) 555-2671
+    r"\+\d{1,3}[- ]\d{1,4}[- ]\d{2,4}[- ]\d{3,4}\b",
+    r"\+\d{1,3} ?\(\d{1,4}\) ?\d{1,4}[- ]\d{3,4}\b",
+)
+
 
 # In ADR 0038's order, which is also the tie-break order between candidates.
 _BUILTINS: tuple[Rule, ...] = (
@@ -377,14 +403,7 @@ _BUILTINS: tuple[Rule, ...] = (
             "@", re.compile("[A-Za-z0-9._%+-]", re.A), re.compile(r"\b[A-Za-z0-9._%+-]", re.A)
         ),
     ),
-    # Separators are required: a bare digit run is a date, an article, a price.
-    _builtin(
-        "phone",
-        PII,
-        r"\b0\d{1,4}[-‐]\d{1,4}[-‐]\d{3,4}\b"
-        rf"|\(0\d{{1,4}}\)[{_WS}]?\d{{1,4}}[-‐]\d{{3,4}}\b"
-        r"|\+\d{1,3}[- ]\d{1,4}[- ]\d{2,4}[- ]\d{3,4}\b",
-    ),
+    _builtin("phone", PII, _either(*PHONE_FORMS), validate=phone_digits_plausible),
     _builtin(
         "my_number",
         PII,
