@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import time
 import unicodedata
+from pathlib import Path
 
 import pytest
 
@@ -904,3 +906,18 @@ def test_a_phone_has_as_many_digits_as_a_phone_number() -> None:
     assert not phone_digits_plausible("05-12-2024")
     assert not phone_digits_plausible("0123-4567-8901")
     assert not phone_digits_plausible("+1 23 456")
+
+
+# --- the shapes corpus a later end-to-end test reuses ------------------------------------------
+
+SHAPES_CORPUS = Path(__file__).resolve().parent / "fixtures" / "redaction"
+
+
+def test_the_shapes_corpus_loses_every_secret_and_keeps_every_look_alike() -> None:
+    text = (SHAPES_CORPUS / "shapes.md").read_text(encoding="utf-8")
+    expected = json.loads((SHAPES_CORPUS / "shapes.json").read_text(encoding="utf-8"))
+    redacted, redactions = assert_masked(text, [entry["secret"] for entry in expected["secrets"]])
+    for kept in expected["kept"]:
+        assert kept in redacted, kept
+    assert {entry["rule"] for entry in expected["secrets"]} <= {found.rule for found in redactions}
+    assert len(split_paragraphs(redacted)) == len(split_paragraphs(text)) == expected["paragraphs"]
