@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import time
+import unicodedata
+from pathlib import Path
 
 import pytest
 
+from taguru_ray.text.matching_form import matching_form
 from taguru_ray.text.paragraphs import split_paragraphs
 from taguru_ray.text.redact import (
     BUILTIN_NAMES,
@@ -23,6 +27,7 @@ from taguru_ray.text.redact import (
     my_number_check_digit_holds,
     parse_rules_file,
     payment_card_holds,
+    phone_digits_plausible,
     redact,
     redaction_input,
     scan_answer_text,
@@ -392,11 +397,14 @@ def test_matching_is_per_paragraph_and_indices_are_unchanged() -> None:
         ("private_key", 1),
         ("email", 2),
         ("aws_access_key", 2),
+        ("private_key", 3),
+        ("private_key", 4),
     ]
     before, after = split_paragraphs(text), split_paragraphs(redacted)
     assert [p.index for p in after] == [p.index for p in before] == [0, 1, 2, 3, 4]
     assert after[1].text == redactions[0].placeholder
-    assert after[3].text == before[3].text  # a key block a blank line split matches nowhere
+    # A key block a blank line splits is masked paragraph by paragraph.
+    assert [after[3].text, after[4].text] == [redactions[3].placeholder, redactions[4].placeholder]
     assert all("\n" not in found.placeholder for found in redactions)
 
 
@@ -531,3 +539,385 @@ def test_a_long_dotted_run_is_scanned_in_linear_time() -> None:
     started = time.perf_counter()
     assert redact(text, DOC, ALL)[1] == []
     assert time.perf_counter() - started < 5
+
+
+# --- shapes that once reached the model verbatim (issue 16, item 8) ---------------------------
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+KEY_LINES = (
+    "MIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF8PbnGy0AHB7MhgHcTz6sE2I2yPB",
+    "aNeuyL1nO6Cw0oTJ9hdkq1ZeCfW1zHLPS0K2L1nO6Cw0oTJ9hdkq1ZeCfW1zHLP",
+    "kq1Ze0oTJ9hd==",
+)
+DEK_IV = "3F17F5316E2BAC89A1B2C3D4E5F60718"
+ENCRYPTED_PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    "Proc-Type: 4,ENCRYPTED\n"
+    f"DEK-Info: AES-128-CBC,{DEK_IV}\n"
+    "\n" + "\n".join(KEY_LINES) + "\n-----END RSA PRIVATE KEY-----"
+)
+EXCERPT_LINES = (
+    "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj",
+    "MzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu",
+    "NMoSfm76oqFvAp8Gy0iz5sxjZmSnXyCdPEovGhLa0VzMaQ8s",
+)
+PEM_EXCERPT = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(EXCERPT_LINES)
+
+# (id, text, the rules that mask it in order, the secrets none of which may survive)
+SHAPES = [
+    (
+        "full_width_phones",
+        "携帯：０９０－１２３４－５６７８、会社：０３－１２３４－５６７８",
+        ["phone", "phone"],
+        ["０９０－１２３４－５６７８", "０３－１２３４－５６７８"],
+    ),
+    (
+        "full_width_card",
+        "カード番号 ４１１１　１１１１　１１１１　１１１１ で決済",
+        ["payment_card"],
+        ["４１１１　１１１１　１１１１　１１１１"],
+    ),
+    (
+        "full_width_email",
+        "連絡先ｔａｒｏ＠ｅｘａｍｐｌｅ．ｃｏｍまで",
+        ["email"],
+        ["ｔａｒｏ＠ｅｘａｍｐｌｅ．ｃｏｍ"],
+    ),
+    (
+        "card_with_no_break_spaces",
+        "card 4111\u00a01111\u00a01111\u00a01111 on file",
+        ["payment_card"],
+        ["4111\u00a01111\u00a01111\u00a01111"],
+    ),
+    (
+        "email_with_a_zero_width_space",
+        "write to taro\u200b@example.com today",
+        ["email"],
+        ["taro\u200b@example.com"],
+    ),
+    (
+        "json_password",
+        '{"user": "taro", "password": "hunter2-secret"}',
+        ["credential_assignment"],
+        ["hunter2-secret"],
+    ),
+    (
+        "json_aws_secret_access_key",
+        f'{{"AccessKeyId": "{AWS}", "SecretAccessKey": "{AWS_SECRET}"}}',
+        ["aws_access_key", "credential_assignment"],
+        [AWS, AWS_SECRET],
+    ),
+    (
+        "python_api_key",
+        "settings = {'api_key': 'abc123def456ghi789jkl'}",
+        ["credential_assignment"],
+        ["abc123def456ghi789jkl"],
+    ),
+    (
+        "quoted_value_with_spaces",
+        '"password": "correct horse battery staple"',
+        ["credential_assignment"],
+        ["correct horse battery staple", "horse", "staple"],
+    ),
+    (
+        "oauth_and_cloud_names",
+        '"client_secret": "cs-9f8e7d6c5b4a", "access_token": "ya29.a0AfH6SMBx", '
+        '"private_key_id": "4f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6", '
+        f"aws_secret_access_key = {AWS_SECRET}",
+        ["credential_assignment"] * 4,
+        [
+            "cs-9f8e7d6c5b4a",
+            "ya29.a0AfH6SMBx",
+            "4f1e2d3c4b5a69788796a5b4c3d2e1f0a9b8c7d6",
+            AWS_SECRET,
+        ],
+    ),
+    (
+        "japanese_password_label",
+        "初期パスワード：ｈｕｎｔｅｒ２ｘ、ユーザー名：taro",
+        ["credential_assignment"],
+        ["ｈｕｎｔｅｒ２ｘ"],
+    ),
+    (
+        "encrypted_legacy_pem",
+        f"鍵は次の通り。\n\n{ENCRYPTED_PEM}\n\n以上。",
+        ["private_key", "private_key"],
+        [DEK_IV, *KEY_LINES],
+    ),
+    (
+        "pem_excerpt_then_text",
+        f"{PEM_EXCERPT}\n(the rest of the key was cut from the ticket)",
+        ["private_key"],
+        list(EXCERPT_LINES),
+    ),
+    ("pem_excerpt_at_the_end", f"key:\n{PEM_EXCERPT}\n", ["private_key"], list(EXCERPT_LINES)),
+    (
+        "us_phones",
+        "Call (415) 555-2671, 415-555-2671, 415.555.2671, +1 415 555 2671 or 1-800-555-0199.",
+        ["phone"] * 5,
+        ["(415) 555-2671", "415-555-2671", "415.555.2671", "+1 415 555 2671", "1-800-555-0199"],
+    ),
+    (
+        "japanese_phones_with_spaces",
+        "携帯 090 1234 5678、代表 03 1234 5678、フリーダイヤル 0120 123 456",
+        ["phone"] * 3,
+        ["090 1234 5678", "03 1234 5678", "0120 123 456"],
+    ),
+]
+
+
+def views(text: str) -> list[str]:
+    """A text as written, NFKC-normalised, and in the matching form the rules read."""
+    return [text, unicodedata.normalize("NFKC", text), matching_form(text).text]
+
+
+def assert_masked(text: str, secrets: list[str]) -> tuple[str, list[Redaction]]:
+    """Every secret is gone in every view of the redacted text; the paragraphs are the same."""
+    redacted, redactions = redact(text, DOC, ALL)
+    for secret in secrets:
+        for shown in views(redacted):
+            for form in views(secret):
+                assert form not in shown, (secret, redacted)
+    before, after = split_paragraphs(text), split_paragraphs(redacted)
+    assert [p.index for p in after] == [p.index for p in before]
+    return redacted, redactions
+
+
+@pytest.mark.parametrize(
+    ("text", "rules", "secrets"), [s[1:] for s in SHAPES], ids=[s[0] for s in SHAPES]
+)
+def test_every_shape_is_masked_in_every_view(
+    text: str, rules: list[str], secrets: list[str]
+) -> None:
+    _, redactions = assert_masked(text, secrets)
+    assert [found.rule for found in redactions] == rules
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "released 2024-01-15, patched ２０２４－０１－１５ and 2024.01.15",
+        "at 2024-01-15T10:15:30Z, 12:34:56 and １２：３４",
+        "version 1.2.3, 10.0.12 and v2.31.4",
+        "in 2024, 1999 and ２０２５年",
+        "〒100-0001 東京都千代田区、〒060-0001 札幌市、〒１００－０００１",
+        "¥1,234,567, $1,299.00, ￥９８０ and 3.14159",
+        "dd-mm-yyyy 05-12-2024 and 0 12 345",
+        "ISBN 978-4-10-109205-8 and 0-306-40615-2",
+        "IPs 192.168.100.200 and 10.0.0.1",
+        '{"max_tokens": 4096, "token_type": "bearer", "password_min_length": 8}',
+        "ゼロ幅\u200bスペース\u00adと　全角スペース",
+    ],
+)
+def test_what_only_looks_like_a_number_is_left_alone(text: str) -> None:
+    assert redact(text, DOC, ALL) == (text, [])
+
+
+def test_a_full_width_match_masks_exactly_its_original_characters() -> None:
+    phone = "０３－１２３４－５６７８"
+    text = f"電話：{phone}（代表）"
+    redacted, redactions = redact(text, DOC, ALL)
+    assert redacted == f"電話：«redacted phone {digest(phone)[:4]}»（代表）"
+    assert redactions == [
+        Redaction("phone", 0, f"«redacted phone {digest(phone)[:4]}»", len(phone.encode()))
+    ]
+
+
+def test_an_invisible_character_inside_a_match_is_masked_with_it() -> None:
+    assert masked("mail taro\u200b@example.com\u200b now") == [("email", "taro\u200b@example.com")]
+
+
+def test_check_digits_are_verified_on_the_matching_form() -> None:
+    assert masked("番号：１２３４ ５６７８ ９０１８") == [
+        ("my_number", "１２３４ ５６７８ ９０１８")
+    ]
+    assert rules_of("番号：１２３４ ５６７８ ９０１７") == []
+    assert rules_of("カード ５５５５－５５５５－５５５５－４４４４") == ["payment_card"]
+    assert rules_of("カード ５５５５－５５５５－５５５５－４４４５") == []
+
+
+def test_a_script_change_is_a_word_boundary() -> None:
+    assert rules_of("電話03-1234-5678まで") == ["phone"]
+    assert rules_of(f"キーは{AWS}です") == ["aws_access_key"]
+    assert rules_of("マイナンバー123456789018を提出") == ["my_number"]
+
+
+def test_user_rules_read_the_matching_form() -> None:
+    rules, _ = parse_rules_file("emp_id\t\\bEMP-\\d{6}\\b\n", path="r")
+    assert masked("社員番号 ＥＭＰ－１２３４５６ です", ALL + rules) == [
+        ("emp_id", "ＥＭＰ－１２３４５６")
+    ]
+
+
+def test_a_placeholder_is_kept_only_as_written() -> None:
+    look_alikes = [
+        "«redacted email ３ｆ９ａ»",
+        "«redacted\u00a0email 3f9a»",
+        "«redacted email 3f\u200b9a»",
+    ]
+    for text in look_alikes:
+        assert redact(text, DOC, ALL) == (text, [])
+    _, redactions = redact("x «redacted email 3f9a» y", DOC, ALL)
+    assert [found.preexisting for found in redactions] == [True]
+
+
+def test_the_answer_scan_reads_the_matching_form_too() -> None:
+    assert scan_answer_text("連絡先ｔａｒｏ＠ｅｘａｍｐｌｅ．ｃｏｍ", ALL) == ["email"]
+    assert scan_answer_text("taro\u200b@example.com", ALL) == ["email"]
+    assert scan_answer_text("電話０９０－１２３４－５６７８", ALL) == ["phone"]
+    assert scan_answer_text("4111\u00a01111\u00a01111\u00a01111", ALL) == ["payment_card"]
+
+
+def test_credential_names_take_quotes_camel_case_and_their_cloud_spellings() -> None:
+    names = [
+        "password",
+        "db.passwd",
+        "passphrase",
+        "SecretAccessKey",
+        "secret_access_key",
+        "AWS_SECRET_ACCESS_KEY",
+        "clientSecret",
+        "client_secret",
+        "access_token",
+        "refreshToken",
+        "apiKey",
+        "private_key",
+        "private_key_id",
+        "PRIVATE_KEY",
+        "signing_key",
+        "encryption_key",
+    ]
+    for name in names:
+        for line in [f'"{name}": "v4lue-{name}"', f"'{name}': 'v4lue-{name}'", f"{name}=v4lue"]:
+            assert rules_of(line) == ["credential_assignment"], line
+    assert masked('"password": "a \\"b\\" c"') == [("credential_assignment", 'a \\"b\\" c')]
+    assert masked("password = 'it is; still one'") == [
+        ("credential_assignment", "it is; still one")
+    ]
+    assert masked('password = "unterminated and more') == [
+        ("credential_assignment", "unterminated")
+    ]
+
+
+def test_a_quoted_authorization_header_masks_the_credential_only() -> None:
+    redacted, _ = redact('{"Authorization": "Bearer abc.def.ghi"}', DOC, ALL)
+    assert redacted.startswith('{"Authorization": "Bearer «redacted authorization_header ')
+    assert redacted.endswith('»"}')
+
+
+def test_a_pem_block_split_by_a_blank_line_is_masked_in_each_paragraph() -> None:
+    text = f"intro\n\n{ENCRYPTED_PEM}\n\nafter"
+    redacted, redactions = assert_masked(text, [DEK_IV, *KEY_LINES, "ENCRYPTED"])
+    after = split_paragraphs(redacted)
+    assert [(found.rule, found.paragraph) for found in redactions] == [
+        ("private_key", 1),
+        ("private_key", 2),
+    ]
+    assert [p.text for p in after] == [
+        "intro",
+        redactions[0].placeholder,
+        redactions[1].placeholder,
+        "after",
+    ]
+    assert redactions[0].placeholder != redactions[1].placeholder
+
+
+def test_a_pem_block_with_crlf_line_ends_is_masked_the_same_way() -> None:
+    text = f"intro\n\n{ENCRYPTED_PEM}\n\nafter".replace("\n", "\r\n")
+    _, redactions = assert_masked(text, [DEK_IV, *KEY_LINES])
+    assert [(found.rule, found.paragraph) for found in redactions] == [
+        ("private_key", 1),
+        ("private_key", 2),
+    ]
+
+
+def test_a_pem_armor_of_any_private_key_kind_is_masked() -> None:
+    pgp = (
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\nVersion: GnuPG v2\n\n"
+        "lQOYBF0Q8ZkBCADJxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdef\n=Ab1c\n"
+        "-----END PGP PRIVATE KEY BLOCK-----"
+    )
+    assert_masked(pgp, ["lQOYBF0Q8ZkBCADJxyz", "=Ab1c"])
+    openssh = (
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"
+        "-----END OPENSSH PRIVATE KEY-----"
+    )
+    assert masked(openssh) == [("private_key", openssh)]
+
+
+def test_a_pem_excerpt_is_masked_through_its_last_base64_line_only() -> None:
+    text = f"{PEM_EXCERPT}\nThe rest was cut.\n\nRegards\nTaro"
+    redacted, redactions = assert_masked(text, list(EXCERPT_LINES))
+    assert redacted == f"{redactions[0].placeholder}\nThe rest was cut.\n\nRegards\nTaro"
+    # Short words after a blank line are not key material.
+    text = f"{PEM_EXCERPT}\n\nRegards\nTaro"
+    assert redact(text, DOC, ALL)[0].endswith("»\n\nRegards\nTaro")
+
+
+def test_a_pem_block_inside_a_credential_value_is_masked_whole() -> None:
+    escaped = (
+        '"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC'
+        '\\n-----END PRIVATE KEY-----\\n"'
+    )
+    assert_masked(escaped, ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"])
+    truncated = '"private_key": "-----BEGIN PRIVATE KEY-----\\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC'
+    assert_masked(truncated, ["MIIEvQIBADANBgkqhkiG9w0BAQEFAASC"])
+    yaml = (
+        'private_key: "-----BEGIN RSA PRIVATE KEY-----\n'
+        f'  {KEY_LINES[0]}\n  -----END RSA PRIVATE KEY-----"'
+    )
+    _, redactions = assert_masked(yaml, [KEY_LINES[0]])
+    assert [found.rule for found in redactions] == ["private_key"]
+
+
+def test_unclosed_key_blocks_and_long_base64_runs_are_scanned_in_linear_time() -> None:
+    text = "-----BEGIN PRIVATE KEY-----\n\n" * 20_000 + "end\n\n" + ("QUFB" * 16 + "\n") * 20_000
+    started = time.perf_counter()
+    assert len(redact(text, DOC, ALL)[1]) == 20_000
+    assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize(
+    "phone",
+    [
+        "(415) 555-2671",
+        "(415)555-2671",
+        "415-555-2671",
+        "415.555.2671",
+        "+1 415 555 2671",
+        "+1 (415) 555-2671",
+        "1-800-555-0199",
+        "090 1234 5678",
+        "03 1234 5678",
+        "0120 123 456",
+        "(03) 1234 5678",
+        "090ー1234ー5678",
+        "03−1234−5678",
+    ],
+)
+def test_us_and_spaced_japanese_phone_forms(phone: str) -> None:
+    assert masked(f"tel {phone} now") == [("phone", phone)]
+
+
+def test_a_phone_has_as_many_digits_as_a_phone_number() -> None:
+    assert phone_digits_plausible("03-1234-5678")
+    assert phone_digits_plausible("090-1234-5678")
+    assert phone_digits_plausible("+81 3 1234 5678")
+    assert not phone_digits_plausible("05-12-2024")
+    assert not phone_digits_plausible("0123-4567-8901")
+    assert not phone_digits_plausible("+1 23 456")
+
+
+# --- the shapes corpus a later end-to-end test reuses ------------------------------------------
+
+SHAPES_CORPUS = Path(__file__).resolve().parent / "fixtures" / "redaction"
+
+
+def test_the_shapes_corpus_loses_every_secret_and_keeps_every_look_alike() -> None:
+    text = (SHAPES_CORPUS / "shapes.md").read_text(encoding="utf-8")
+    expected = json.loads((SHAPES_CORPUS / "shapes.json").read_text(encoding="utf-8"))
+    redacted, redactions = assert_masked(text, [entry["secret"] for entry in expected["secrets"]])
+    for kept in expected["kept"]:
+        assert kept in redacted, kept
+    assert {entry["rule"] for entry in expected["secrets"]} <= {found.rule for found in redactions}
+    assert len(split_paragraphs(redacted)) == len(split_paragraphs(text)) == expected["paragraphs"]

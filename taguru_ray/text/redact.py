@@ -8,24 +8,34 @@ judgment — deterministic, no model, no dictionary — in two selectable groups
 - ``secrets``: aws_access_key, github_token, openai_key, slack_token,
   google_api_key, private_key (a PEM block), jwt, credential_assignment,
   authorization_header, url_userinfo;
-- ``pii``: email, phone (Japanese and international forms), my_number (12-digit
-  個人番号 whose check digit holds), payment_card (issuer range + Luhn).
+- ``pii``: email, phone (Japanese, North American and international forms),
+  my_number (12-digit 個人番号 whose check digit holds), payment_card (issuer
+  range + Luhn).
 
 Names, addresses, dates, IP addresses and high-entropy strings are not judged,
 on purpose. A user's rules file (``name<TAB>regex`` per line) is applied after
 the built-ins in file order.
 
 Matching is per canonical paragraph (``split_paragraphs`` of the original
-text), so no match spans a paragraph separator. Within a paragraph every
-rule's candidates are collected; a value-only rule (assignment, header,
-userinfo) masks its value but owns its whole match, shadowing other rules'
-candidates inside it; the rest are ordered by start ascending, length
-descending, then rule order, and accepted greedily. A placeholder already in
-the input, ``«redacted <rule> <4–64 hex>»``, is kept byte for byte as rule
-``preexisting``. A new placeholder is ``«redacted <rule> <hex>»``, the hex a
-prefix of ``sha256(segment_sha256 ‖ matched bytes)``: four digits, or for a
-rule whose distinct matches collide there, the shortest length telling all of
-that rule's matches apart. Placeholders hold no newline, so paragraph N of the
+text), and every rule, a user's too, reads the paragraph's matching form
+(``text/matching_form.py``: NFKC, invisible characters dropped) so that
+full-width digits, no-break spaces or a zero-width space hide nothing; a match
+is mapped back to the original characters it came from, and those are
+masked. ``private_key`` alone reads the whole segment, since a PEM block may
+hold a blank line (the legacy encrypted form does): each paragraph's part of a
+block is a candidate there, masked with its own placeholder, so no mask spans
+a paragraph separator. Within a paragraph every rule's candidates are
+collected; a value-only rule (assignment, header, userinfo) masks its value
+but owns its whole match, shadowing other rules' candidates inside it (not a
+key block's part, which may run past it); the rest are ordered by start
+ascending, length descending, then rule order, and accepted greedily. A
+placeholder already in the input, ``«redacted <rule> <4–64 hex>»``, is kept
+byte for byte as rule ``preexisting`` (only as written: a look-alike in
+full-width digits is text like any other). A new placeholder is
+``«redacted <rule> <hex>»``, the hex a prefix of
+``sha256(segment_sha256 ‖ matched bytes)``: four digits, or for a rule whose
+distinct matches collide there, the shortest length telling all of that
+rule's matches apart. Placeholders hold no newline, so paragraph N of the
 redacted text is paragraph N of the file.
 
 User patterns are Rust regexes in the contract; here they are compiled by
@@ -38,9 +48,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
+from taguru_ray.text.matching_form import MatchingForm, matching_form
 from taguru_ray.text.paragraphs import WHITE_SPACE, Paragraph, is_white_space, split_paragraphs
 
 REDACT_VERSION = "redact2"
@@ -61,6 +73,8 @@ _SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 # Rust's \s is Unicode White_Space; Python's also takes U+001C..U+001F. Spell the
 # class out so a value ends exactly where the reference's would.
 _WS = "".join(f"\\u{ord(char):04x}" for char in sorted(WHITE_SPACE))
+# White_Space within a line: what may pad a line without making it another.
+_H = "".join(f"\\u{ord(char):04x}" for char in sorted(WHITE_SPACE - {"\n"}))
 
 _LOOK_AROUND = ("(?=", "(?!", "(?<=", "(?<!")
 
@@ -90,10 +104,14 @@ class Anchor:
 class Rule:
     """One redaction rule: its name (written into the placeholder), group and compiled pattern.
 
-    A ``value_only`` rule masks its pattern's group 1 and owns the whole match;
-    ``validate``, when set, must accept the masked text (a check digit the
-    pattern cannot express); ``anchor``, when set, finds the same matches as
-    ``pattern.finditer`` in linear time.
+    A ``value_only`` rule masks the first of its pattern's groups that took
+    part in the match and owns the whole match; ``validate``, when set, must
+    accept the masked text as the rules read it (a check digit the pattern
+    cannot express); ``anchor``, when set, finds the same matches as
+    ``pattern.finditer`` in linear time. An ``across_paragraphs`` rule is
+    matched over the whole segment and each paragraph's part of a match is
+    masked on its own (a PEM block a blank line splits); it is never
+    ``value_only``.
     """
 
     name: str
@@ -102,6 +120,7 @@ class Rule:
     value_only: bool = False
     validate: Callable[[str], bool] | None = None
     anchor: Anchor | None = None
+    across_paragraphs: bool = False
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         """Successive non-overlapping matches in ``text``, as ``re.finditer`` yields them."""
@@ -155,6 +174,7 @@ class _Candidate:
     rule: str
     preexisting: bool = False
     owns: tuple[int, int] | None = None
+    spanning: bool = False
 
 
 @dataclass(frozen=True)
@@ -197,6 +217,15 @@ def payment_card_holds(candidate: str) -> bool:
     return 13 <= len(digits) <= 19 and _known_issuer(digits) and _luhn_holds(digits)
 
 
+def phone_digits_plausible(candidate: str) -> bool:
+    """As many digits as a phone number has: 8–15 after a ``+`` country code (E.164),
+    else 10 or 11 (a Japanese number with its leading 0, a North American one
+    with or without its 1) — so ``05-12-2024`` or ``0 12 345`` is no number.
+    """
+    digits = len(_ascii_digits(candidate))
+    return 8 <= digits <= 15 if candidate.startswith("+") else 10 <= digits <= 11
+
+
 def _ascii_digits(text: str) -> list[int]:
     return [ord(char) - 48 for char in text if "0" <= char <= "9"]
 
@@ -235,8 +264,85 @@ def _builtin(
     value_only: bool = False,
     validate: Callable[[str], bool] | None = None,
     anchor: Anchor | None = None,
+    across_paragraphs: bool = False,
 ) -> Rule:
-    return Rule(name, group, re.compile(source, flags), value_only, validate, anchor)
+    """A built-in: ASCII ``\\b``, ``\\w`` and ``\\d``, so ``電話03-1234-5678`` or
+    ``キーはAKIA…です`` still has a boundary where the script changes."""
+    return Rule(
+        name,
+        group,
+        re.compile(source, flags | re.ASCII),
+        value_only,
+        validate,
+        anchor,
+        across_paragraphs,
+    )
+
+
+def _either(*forms: str) -> str:
+    return "|".join(f"(?:{form})" for form in forms)
+
+
+# A PEM private key (PKCS#1, PKCS#8, SEC1, OpenSSH, OpenPGP armor). Within one
+# paragraph, BEGIN to END whatever lies between (a quoted or "\\n"-escaped
+# block too). Otherwise the block's body lines: RFC 1421 headers (Proc-Type,
+# DEK-Info), base64 lines, blank lines before a long or padded base64 line
+# (the legacy encrypted form puts one after its headers), through the END line
+# or, when there is none (an excerpt), the last body line.
+_PEM_LABEL = r"[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?"
+_PEM_BEGIN = rf"-----BEGIN {_PEM_LABEL}-----"
+_PEM_END = rf"-----END {_PEM_LABEL}-----"
+_PEM_HEADER = r"[A-Za-z][A-Za-z0-9-]*:[^\n]*"
+_PEM_BASE64 = r"[A-Za-z0-9+/=]+"
+_PEM_BASE64_AFTER_BLANK = _either(r"[A-Za-z0-9+/]{16,}={0,2}", r"[A-Za-z0-9+/]*={1,2}")
+_PEM_IN_PARAGRAPH = rf"(?:[^\n]|\n[{_H}]*[^{_WS}])*?(?:\n[{_H}]*)?{_PEM_END}"
+_PEM_BODY = (
+    r"(?:\\n[A-Za-z0-9+/=]*)*"  # the rest of an escaped one-line block
+    rf"[{_H}]*(?:"
+    rf"\n[{_H}]*(?:{_either(_PEM_HEADER, _PEM_BASE64)})[{_H}]*$"
+    rf"|\n[{_H}]*(?:\n[{_H}]*)+(?:{_either(_PEM_HEADER, _PEM_BASE64_AFTER_BLANK)})[{_H}]*$"
+    rf")*(?:(?:\n[{_H}]*)+{_PEM_END})?"
+)
+
+# The names a credential goes by, as the last word of a key: DB_PASSWORD,
+# client_secret, SecretAccessKey, access_token, X-Api-Key, private_key_id. A
+# name may end a longer identifier but not continue into one (max_tokens: is a
+# setting, passwordless: a flag).
+CREDENTIAL_NAMES: tuple[str, ...] = (
+    "password",
+    "passwd",
+    "passphrase",
+    r"secret(?:_?access)?(?:_?key)?(?:_?base)?",
+    "token",
+    r"api[_-]?key",
+    r"(?:private|signing|encryption|master)[_-]?key(?:[_-]?id)?",
+)
+# The same in Japanese labels, which no ASCII word boundary precedes.
+CREDENTIAL_LABELS_JA: tuple[str, ...] = ("パスワード", "暗証番号")
+# The key may be quoted ("password": …, 'api_key': …). A quoted value is masked
+# to its closing quote, spaces and all; a bare one to the next space, quote,
+# comma, semicolon or Japanese punctuation.
+_CREDENTIAL_VALUE = _either(
+    r'"((?:[^"\\\n]|\\.)+)"',
+    r"'((?:[^'\\\n]|\\.)+)'",
+    rf"[\"']?([^{_WS}\"',;、。「」]+)",
+)
+
+_DASHES = "\\-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u30fc"  # - ‐ ‑ ‒ – — ― − ー
+# Separators are required: a bare digit run is a date, an article, a price;
+# the digit count is checked too (``phone_digits_plausible``).
+PHONE_FORMS: tuple[str, ...] = (
+    # Japanese: 03-1234-5678, 090 1234 5678, 0120-123-456, (03) 1234-5678
+    rf"\b0\d{{1,4}}[{_DASHES} ]\d{{1,4}}[{_DASHES} ]\d{{3,4}}\b",
+    rf"\(0\d{{1,4}}\)[{_WS}]?\d{{1,4}}[{_DASHES} ]\d{{3,4}}\b",
+    # North American: (415) 555-2671, 415-555-2671, 415.555.2671, 1-800-555-0199
+    r"\([2-9]\d{2}\) ?[2-9]\d{2}[-.]\d{4}\b",
+    r"\b(?:1-)?[2-9]\d{2}-[2-9]\d{2}-\d{4}\b",
+    r"\b(?:1\.)?[2-9]\d{2}\.[2-9]\d{2}\.\d{4}\b",
+    # International: +81 3 1234 5678, +1 415 555 2671, +1 (415) 555-2671
+    r"\+\d{1,3}[- ]\d{1,4}[- ]\d{2,4}[- ]\d{3,4}\b",
+    r"\+\d{1,3} ?\(\d{1,4}\) ?\d{1,4}[- ]\d{3,4}\b",
+)
 
 
 # In ADR 0038's order, which is also the tie-break order between candidates.
@@ -253,8 +359,9 @@ _BUILTINS: tuple[Rule, ...] = (
     _builtin(
         "private_key",
         SECRETS,
-        r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----",
-        re.DOTALL,
+        rf"{_PEM_BEGIN}(?:{_PEM_IN_PARAGRAPH}|{_PEM_BODY})",
+        re.MULTILINE,
+        across_paragraphs=True,
     ),
     # `eyJ` is base64url for `{"`: header and payload that decode to a JSON object.
     _builtin(
@@ -262,20 +369,18 @@ _BUILTINS: tuple[Rule, ...] = (
         SECRETS,
         r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\b",
     ),
-    # The keyword may end a longer identifier (DB_PASSWORD=) but not continue into
-    # one (max_tokens: is a setting); `secret` also takes its `_key` family.
     _builtin(
         "credential_assignment",
         SECRETS,
-        r"\b[a-z0-9_]*(?:password|passwd|secret(?:_access)?_key(?:_base)?|secret|token"
-        rf"|api[_-]?key)[{_WS}]*[=:][{_WS}]*[\"']?([^{_WS}\"',;]+)",
+        rf"(?:\b[a-z0-9_]*(?:{'|'.join(CREDENTIAL_NAMES)})|{'|'.join(CREDENTIAL_LABELS_JA)})"
+        rf"[\"']?[{_WS}]*[=:][{_WS}]*(?:{_CREDENTIAL_VALUE})",
         re.IGNORECASE,
         value_only=True,
     ),
     _builtin(
         "authorization_header",
         SECRETS,
-        rf"\bAuthorization:[{_WS}]*(?:Bearer|Basic)[{_WS}]+([^{_WS}]+)",
+        rf"\bAuthorization[\"']?[{_WS}]*:[{_WS}]*[\"']?(?:Bearer|Basic)[{_WS}]+([^{_WS}\"']+)",
         re.IGNORECASE,
         value_only=True,
     ),
@@ -287,22 +392,19 @@ _BUILTINS: tuple[Rule, ...] = (
         rf"\b[a-z][a-z0-9+.]*://[^{_WS}/:@]+:([^{_WS}/@]+)@",
         re.IGNORECASE,
         value_only=True,
-        anchor=Anchor("://", re.compile("[a-z0-9+.]", re.I), re.compile(r"\b[a-z]", re.I)),
+        anchor=Anchor(
+            "://", re.compile("[a-z0-9+.]", re.I | re.A), re.compile(r"\b[a-z]", re.I | re.A)
+        ),
     ),
     _builtin(
         "email",
         PII,
         r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b",
-        anchor=Anchor("@", re.compile("[A-Za-z0-9._%+-]"), re.compile(r"\b[A-Za-z0-9._%+-]")),
+        anchor=Anchor(
+            "@", re.compile("[A-Za-z0-9._%+-]", re.A), re.compile(r"\b[A-Za-z0-9._%+-]", re.A)
+        ),
     ),
-    # Separators are required: a bare digit run is a date, an article, a price.
-    _builtin(
-        "phone",
-        PII,
-        r"\b0\d{1,4}[-‐]\d{1,4}[-‐]\d{3,4}\b"
-        rf"|\(0\d{{1,4}}\)[{_WS}]?\d{{1,4}}[-‐]\d{{3,4}}\b"
-        r"|\+\d{1,3}[- ]\d{1,4}[- ]\d{2,4}[- ]\d{3,4}\b",
-    ),
+    _builtin("phone", PII, _either(*PHONE_FORMS), validate=phone_digits_plausible),
     _builtin(
         "my_number",
         PII,
@@ -481,19 +583,35 @@ def _class_body_start(pattern: str, index: int) -> int:
 
 def _scan(text: str, rules: Sequence[Rule]) -> list[_Match]:
     """Every accepted match, paragraph by paragraph, offsets into ``text``."""
+    paragraphs = [
+        _Read(paragraph.index, offset, paragraph.text, matching_form(paragraph.text))
+        for paragraph, offset in _paragraph_offsets(text)
+    ]
+    across = _across_paragraphs(text, paragraphs, rules)
     matches: list[_Match] = []
-    for paragraph, offset in _paragraph_offsets(text):
-        for found in _accept(_unshadowed(_candidates(paragraph.text, rules))):
+    for paragraph in paragraphs:
+        candidates = _candidates(paragraph, rules) + across.get(paragraph.index, [])
+        for found in _accept(_unshadowed(candidates)):
             matches.append(
                 _Match(
                     found.rule,
                     paragraph.index,
-                    offset + found.start,
-                    offset + found.end,
+                    paragraph.offset + found.start,
+                    paragraph.offset + found.end,
                     found.preexisting,
                 )
             )
     return matches
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A canonical paragraph, where it sits in the segment, and its matching form."""
+
+    index: int
+    offset: int
+    text: str
+    form: MatchingForm
 
 
 def _paragraph_offsets(text: str) -> Iterator[tuple[Paragraph, int]]:
@@ -510,30 +628,93 @@ def _paragraph_offsets(text: str) -> Iterator[tuple[Paragraph, int]]:
         cursor = start + len(paragraph.text)
 
 
-def _candidates(paragraph: str, rules: Sequence[Rule]) -> list[_Candidate]:
-    found = [
-        _Candidate(placeholder.start(), placeholder.end(), -1, PREEXISTING_RULE, preexisting=True)
-        for placeholder in _PLACEHOLDER.finditer(paragraph)
-    ]
+def _candidates(paragraph: _Read, rules: Sequence[Rule]) -> list[_Candidate]:
+    """Each paragraph rule's candidates, found in the matching form, spans in the original."""
+    form = paragraph.form
+    found = []
+    for placeholder in _PLACEHOLDER.finditer(form.text):
+        start, end = form.original_span(*placeholder.span())
+        # Kept only as written: a look-alike in other characters is text like any other.
+        if _PLACEHOLDER.fullmatch(paragraph.text, start, end):
+            found.append(_Candidate(start, end, -1, PREEXISTING_RULE, preexisting=True))
     for order, rule in enumerate(rules):
-        for match in rule.finditer(paragraph):
-            candidate = _candidate(match, order, rule)
+        if rule.across_paragraphs:
+            continue
+        for match in rule.finditer(form.text):
+            candidate = _candidate(match, order, rule, form)
             if candidate is not None:
                 found.append(candidate)
     return found
 
 
-def _candidate(match: re.Match[str], order: int, rule: Rule) -> _Candidate | None:
+def _candidate(
+    match: re.Match[str], order: int, rule: Rule, form: MatchingForm
+) -> _Candidate | None:
     owns: tuple[int, int] | None = None
     start, end = match.span()
     if rule.value_only:
-        owns = (start, end)
-        start, end = match.span(1)
-        if start < 0:
+        owns = form.original_span(start, end)
+        value = _value_span(match)
+        if value is None:
             return None
+        start, end = value
     if rule.validate is not None and not rule.validate(match.string[start:end]):
         return None
+    start, end = form.original_span(start, end)
     return _Candidate(start, end, order, rule.name, owns=owns)
+
+
+def _value_span(match: re.Match[str]) -> tuple[int, int] | None:
+    """The first group that took part: a value rule spells each way of quoting as its own."""
+    for group in range(1, (match.re.groups or 0) + 1):
+        if match.start(group) >= 0:
+            return match.span(group)
+    return None
+
+
+def _across_paragraphs(
+    text: str, paragraphs: Sequence[_Read], rules: Sequence[Rule]
+) -> dict[int, list[_Candidate]]:
+    """The candidates of the rules matched over the whole segment, by paragraph index.
+
+    A match becomes one candidate per paragraph it touches, the paragraph's
+    part of it, so no mask covers a separator and the paragraphs keep their
+    count and indices.
+    """
+    spanning = [(order, rule) for order, rule in enumerate(rules) if rule.across_paragraphs]
+    if not spanning or not paragraphs:
+        return {}
+    joined, firsts = _joined_forms(text, paragraphs)
+    found: dict[int, list[_Candidate]] = {}
+    for order, rule in spanning:
+        for match in rule.finditer(joined):
+            if rule.validate is not None and not rule.validate(match.group()):
+                continue
+            since, to = match.span()
+            for index in range(max(bisect_right(firsts, since) - 1, 0), len(paragraphs)):
+                first, form = firsts[index], paragraphs[index].form
+                if first >= to:
+                    break
+                start, end = max(since, first) - first, min(to, first + len(form.text)) - first
+                if end > start:
+                    start, end = form.original_span(start, end)
+                    piece = _Candidate(start, end, order, rule.name, spanning=True)
+                    found.setdefault(index, []).append(piece)
+    return found
+
+
+def _joined_forms(text: str, paragraphs: Sequence[_Read]) -> tuple[str, list[int]]:
+    """The paragraphs' matching forms joined by the original separators, and where each starts."""
+    pieces: list[str] = []
+    firsts: list[int] = []
+    cursor = length = 0
+    for paragraph in paragraphs:
+        gap = text[cursor : paragraph.offset]
+        pieces += [gap, paragraph.form.text]
+        firsts.append(length + len(gap))
+        length += len(gap) + len(paragraph.form.text)
+        cursor = paragraph.offset + len(paragraph.text)
+    return "".join(pieces), firsts
 
 
 def _unshadowed(candidates: list[_Candidate]) -> list[_Candidate]:
@@ -541,6 +722,9 @@ def _unshadowed(candidates: list[_Candidate]) -> list[_Candidate]:
 
     A kept placeholder is never shadowed, and owners never shadow each other:
     between overlapping owners the ordering decides, so neither secret is lost.
+    Nor is a part of a block matched across paragraphs: it runs past the line
+    an owner reads (a PEM block after ``private_key: "``), so it competes in
+    the ordering instead of leaving its later lines bare.
     """
     owned = [(found.rule, *found.owns) for found in candidates if found.owns is not None]
     return [
@@ -548,6 +732,7 @@ def _unshadowed(candidates: list[_Candidate]) -> list[_Candidate]:
         for found in candidates
         if found.preexisting
         or found.owns is not None
+        or found.spanning
         or not any(
             rule != found.rule and found.start < to and found.end > since
             for rule, since, to in owned
