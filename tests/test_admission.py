@@ -471,3 +471,24 @@ def test_an_idle_permit_given_back_updates_the_idle_count_it_leaves() -> None:
 
     # 9 out, 2 of them idle: 7 on the wire (a stale count of 3 would say 6).
     assert asyncio.run(scenario()) == [7]
+
+
+def test_a_forgotten_worker_frees_its_permits_and_its_queued_requests_get_none() -> None:
+    async def scenario() -> tuple[int, bool]:
+        p = pool(urls=["http://only"], limit=2)
+        p.register(0, "0-dead")
+        held = [await p.acquire("0-dead", 0) for _ in range(2)]
+        queued = asyncio.create_task(p.acquire("0-dead", 0))  # its caller died with it
+        survivor = asyncio.create_task(p.acquire("1-alive", 0))
+        await asyncio.sleep(0.05)
+        assert not survivor.done()  # every permit is out, with a worker that is gone
+        p.forget(0, "0-restarted")  # not the incarnation that holds them: nothing freed
+        assert p.in_flight == 2
+        p.forget(0, "0-dead")
+        lease = await asyncio.wait_for(survivor, 1)
+        await asyncio.sleep(0)
+        assert queued.cancelled()
+        await p.release(held[0].lease_id, OK)  # a late release of a freed lease: ignored
+        return lease.endpoint, p.in_flight == 1
+
+    assert asyncio.run(scenario()) == (0, True)

@@ -58,6 +58,7 @@ from taguru_ray.store.vocabulary import contribution
 SETTLE_BATCH = 64  # settled segments per claims-ledger call
 SETTLE_DELAY_S = 0.02  # the longest a failed segment's settling waits to be sent
 RESUBMITS = 3  # a segment whose worker dies this often fails, named
+RECLAIM_S = 20.0  # a dead worker's successor registers by then, or its permits are freed
 STOPPED_TAIL = " — stopped early, chunk checkpoints saved; rerun to resume"
 WORKER_DEATHS = (ray.exceptions.ActorDiedError, ray.exceptions.ActorUnavailableError)
 
@@ -90,6 +91,8 @@ class ExtractRun:
         self.console = Console(self._above(console.out), self._above(console.err))
         self.report = OrderedReport(self.console.out, self.console.err)
         self.manifest = Manifest(out, {})  # replaced by the loaded one before any skip
+        self._reclaiming: set[int] = set()  # workers whose permits are being reclaimed
+        self._background: set[asyncio.Future[None]] = set()
         self.stopping = False
         self.store_failed = False  # the end-of-run writes failed: exit 1 after the summary
         self.reached = 0
@@ -410,9 +413,11 @@ class ExtractRun:
         """Run a segment; a worker that dies under it gets the segment resubmitted."""
         deaths: list[str] = []
         for attempt in range(RESUBMITS + 1):
+            worker = pick_worker(self.watchdog.busy, job.index, attempt)
             try:
-                outcome = await self._on(pick_worker(self.watchdog.busy, job.index, attempt), job)
+                outcome = await self._on(worker, job)
             except WORKER_DEATHS as error:
+                self._reclaim(worker)
                 deaths.append(type(error).__name__)
                 self.console.err(
                     f"{FAILURE_PREFIX}{job.source}: the worker running it died "
@@ -437,6 +442,39 @@ class ExtractRun:
                 f"({', '.join(deaths)}) — rerun to resume from its checkpoint"
             ],
         )
+
+    def _reclaim(self, worker: int) -> None:
+        """A worker died: its permits must come back, or the survivors wait for them for
+        ever. Its restarted incarnation frees them by registering (asked at once, not
+        left to its next segment, which may never come); one that does not come up
+        within RECLAIM_S — its node gone and nowhere to restart — is forgotten by the
+        gateway instead."""
+        if worker in self._reclaiming:
+            return
+        self._reclaiming.add(worker)
+
+        async def reclaim() -> None:
+            try:
+                dead = await self.gateway.incarnation.remote(worker)  # the one that died
+                deadline = time.monotonic() + RECLAIM_S
+                while (left := deadline - time.monotonic()) > 0:
+                    try:
+                        call = self.workers[worker].register.remote().future()
+                        await asyncio.wait_for(asyncio.wrap_future(call), left)
+                        return  # its successor is up, and freed what the dead one held
+                    except TimeoutError:
+                        break
+                    except ray.exceptions.RayError:  # still restarting: ask again
+                        await asyncio.sleep(min(1.0, max(left, 0.0)))
+                await self.gateway.forget.remote(worker, dead)
+            except ray.exceptions.RayError:
+                pass  # the gateway is gone with the run
+            finally:
+                self._reclaiming.discard(worker)
+
+        task = asyncio.ensure_future(reclaim())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _on(self, worker: int, job: SegmentJob) -> SegmentOutcome:
         self.watchdog.busy[worker] += 1  # watched while it holds the segment

@@ -143,18 +143,25 @@ class SegmentWorker:
         except Exception as error:
             return failed_outcome(job, error)
 
+    async def register(self) -> None:
+        """Once per incarnation: frees a dead predecessor's permits at the gateway. The
+        driver calls it as soon as it sees this worker die, so a restarted one frees them
+        even if no segment is sent to it again."""
+        if self._registered:
+            return
+        self._registered = True
+        # Object-store writes run on threads and wait on the network: asyncio's
+        # default of cores + 4 threads would queue the segments' PUTs behind one
+        # another. (Local writes go to the group commit's one thread, ADR 0018.)
+        asyncio.get_running_loop().set_default_executor(
+            ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="store")
+        )
+        await self._admission.register()
+        self._deadline = await self._ledger.deadline.remote()
+        heap.settle()
+
     async def run(self, job: SegmentJob) -> SegmentOutcome:
-        if not self._registered:  # once per incarnation: frees a dead predecessor's permits
-            self._registered = True
-            # Object-store writes run on threads and wait on the network: asyncio's
-            # default of cores + 4 threads would queue the segments' PUTs behind one
-            # another. (Local writes go to the group commit's one thread, ADR 0018.)
-            asyncio.get_running_loop().set_default_executor(
-                ThreadPoolExecutor(WRITER_THREADS, thread_name_prefix="store")
-            )
-            await self._admission.register()
-            self._deadline = await self._ledger.deadline.remote()
-            heap.settle()
+        await self.register()
         set_priority(job.index)  # this call's own task: its requests queue by segment
         pending: list[Any] = []
 

@@ -344,10 +344,32 @@ class PermitPool:
         """A worker (re)started: leases of its previous incarnation died with it."""
         previous = self._incarnations.get(index)
         self._incarnations[index] = incarnation
-        if previous is None:
+        if previous is None or previous == incarnation:
             return
-        self._idle.pop(previous, None)
-        for lease in [lease for lease in self._leases.values() if lease.worker == previous]:
+        self._drop(previous)
+
+    def incarnation(self, index: int) -> str | None:
+        return self._incarnations.get(index)
+
+    def forget(self, index: int, incarnation: str | None) -> None:
+        """Worker `index`'s `incarnation` died and no successor has registered within the
+        driver's patience (its node was taken back and the actor cannot restart yet):
+        free its permits, and let no grant reach its requests still queued here, whose
+        caller is gone — else the survivors would wait for permits no one can return. A
+        successor that registered meanwhile is never touched."""
+        previous = self._incarnations.get(index)
+        if previous is None or previous != incarnation:
+            return
+        self._incarnations[index] = f"{index}-forgotten"
+        self._drop(previous)
+        for waiter in self._queue:
+            if waiter.worker == previous and not waiter.future.done():
+                waiter.future.cancel()
+        self._dispatch()
+
+    def _drop(self, incarnation: str) -> None:
+        self._idle.pop(incarnation, None)
+        for lease in [lease for lease in self._leases.values() if lease.worker == incarnation]:
             del self._leases[lease.lease_id]
             self._settle(lease, Usage("lost", 0.0))
 

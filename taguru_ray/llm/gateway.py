@@ -130,6 +130,14 @@ class Gateway:
         self._pool.register(index, incarnation)
         await self._pool.wake()
 
+    async def incarnation(self, index: int) -> str | None:
+        return self._pool.incarnation(index)
+
+    async def forget(self, index: int, incarnation: str | None) -> None:
+        """Worker `index`'s `incarnation` is gone and no successor registered: free what
+        it held."""
+        self._pool.forget(index, incarnation)
+
     async def next_attempt_seq(self) -> int:
         return self._pool.next_attempt_seq()
 
