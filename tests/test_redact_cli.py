@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,37 @@ def test_no_digest_of_unredacted_text_is_stored_and_placeholders_are_keyed(
     assert again.returncode == 0 and cli.simulator.stats()["requests"] == 0
     other = cli.extract(*args, env=cli.env(TAGURU_EXTRACT_REDACT_KEY="another key"))
     assert other.returncode == 0 and "extract: 2 written" in other.stdout
+
+
+SHAPES = Path(__file__).parent / "fixtures" / "redaction"
+
+
+def test_every_shape_of_the_corpus_is_masked_before_the_model_and_under_out(
+    ray_address: str, capturing: tuple[SimulatorProcess, Path], tmp_path: Path
+) -> None:
+    """Issue 16's corpus (full-width, NBSP, zero-width, JSON-quoted, PEM variants, US and
+    spaced Japanese phones) through the real CLI: no secret in any prompt or in any file
+    under --out, in any normal form, and no digest of the unredacted text either."""
+    simulator, capture = capturing
+    cli = Cli(ray_address, simulator)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    text = (SHAPES / "shapes.md").read_text(encoding="utf-8")
+    (docs / "shapes.md").write_text(text, encoding="utf-8")
+    secrets = [s["secret"] for s in json.loads((SHAPES / "shapes.json").read_text())["secrets"]]
+    out = tmp_path / "out"
+    result = cli.extract("--context", CONTEXT, "--out", str(out), "--redact", str(docs))
+    assert result.returncode == 0, result.stderr
+    sent = capture.read_text(encoding="utf-8")
+    written = "\n".join(
+        path.read_text(encoding="utf-8", errors="replace")
+        for path in out.rglob("*")
+        if path.is_file()
+    )
+    for place, body in (("a prompt", sent), ("--out", written)):
+        bodies = (body, unicodedata.normalize("NFKC", body))
+        for secret in secrets:
+            folded = unicodedata.normalize("NFKC", secret)
+            assert not any(secret in b or folded in b for b in bodies), (place, secret)
+    for digest in digests_of(text):
+        assert digest[:16] not in written, digest
