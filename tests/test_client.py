@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
 from taguru_ray.llm.admission import PermitPool
 from taguru_ray.llm.client import (
@@ -127,31 +129,37 @@ def test_a_request_goes_through_the_proxy_the_environment_names(
     assert completion.outcome == "answer", completion.error
 
 
-def serve_once(body: bytes) -> Completion:
-    """One completion against a loopback server that answers every request with `body`."""
-    from aiohttp import web
+def on_loopback(
+    respond: Callable[[web.Request], Awaitable[web.StreamResponse]], api_key: str | None = None
+) -> Completion:
+    """One completion against a real HTTP server on loopback answering with `respond`."""
 
     async def go() -> Completion:
-        async def handler(request: web.Request) -> web.Response:
-            await request.read()
-            return web.Response(body=body, content_type="application/json")
-
         app = web.Application()
-        app.router.add_post("/v1/chat/completions", handler)
+        app.router.add_post("/v1/chat/completions", respond)
         runner = web.AppRunner(app)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
         port = runner.addresses[0][1]
         try:
             async with open_session() as http:
-                url = f"http://127.0.0.1:{port}/v1/chat/completions"
-                client = ChatClient(http, url, "m", api_key=None, timeout_secs=30)
+                url = f"http://127.0.0.1:{port}/v1"
+                client = ChatClient(http, url, "m", api_key=api_key, timeout_secs=30)
                 return await client.complete(REQUEST)
         finally:
             await runner.cleanup()
 
     return asyncio.run(go())
+
+
+def serve_once(body: bytes) -> Completion:
+    """A server that answers every request with `body`."""
+
+    async def respond(request: web.Request) -> web.Response:
+        await request.read()
+        return web.Response(body=body, content_type="application/json")
+
+    return on_loopback(respond)
 
 
 def test_a_body_past_the_cap_is_refused_unread_and_never_retried() -> None:
@@ -171,37 +179,19 @@ def test_a_body_nested_too_deeply_is_one_clear_failure() -> None:
 
 def echoing_server(status: int) -> tuple[Completion, dict[str, str]]:
     """A server that echoes the request's headers in its answer (as some proxies do)."""
-    from aiohttp import web
-
     seen: dict[str, str] = {}
 
-    async def go() -> Completion:
-        async def handler(request: web.Request) -> web.Response:
-            await request.read()
-            seen.update(request.headers)
-            echoed = "; ".join(f"{k}: {v}" for k, v in request.headers.items())
-            if status != 200:
-                return web.Response(status=status, text=f"bad request, headers were {echoed}")
-            content = f"I saw {request.headers.get('Authorization', '')} and nothing else"
-            body = {"choices": [{"message": {"content": content}, "finish_reason": "stop"}]}
-            return web.json_response(body)
+    async def respond(request: web.Request) -> web.Response:
+        await request.read()
+        seen.update(request.headers)
+        echoed = "; ".join(f"{k}: {v}" for k, v in request.headers.items())
+        if status != 200:
+            return web.Response(status=status, text=f"bad request, headers were {echoed}")
+        content = f"I saw {request.headers.get('Authorization', '')} and nothing else"
+        body = {"choices": [{"message": {"content": content}, "finish_reason": "stop"}]}
+        return web.json_response(body)
 
-        app = web.Application()
-        app.router.add_post("/v1/chat/completions", handler)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = runner.addresses[0][1]
-        try:
-            async with open_session() as http:
-                url = f"http://127.0.0.1:{port}/v1"
-                client = ChatClient(http, url, "m", api_key="sk-test-SECRET-1234", timeout_secs=30)
-                return await client.complete(REQUEST)
-        finally:
-            await runner.cleanup()
-
-    return asyncio.run(go()), seen
+    return on_loopback(respond, api_key="sk-test-SECRET-1234"), seen
 
 
 def test_an_echoed_key_never_leaves_the_client() -> None:

@@ -11,13 +11,10 @@ all, or the report could not be written; 2 a usage error or a missing OUT.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 
-import fsspec
-
-from taguru_ray.cli.args import parse
+from taguru_ray.cli.args import parse, write_report
 from taguru_ray.contract.names import join
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.tools.anchoring import judge_files, render_text
@@ -73,14 +70,9 @@ def main(argv: Sequence[str]) -> int:
     for name in report.skipped:
         print(f"{PREFIX}{name}: no passage (--no-passage) — skipped", file=sys.stderr)
     sys.stdout.write(render_text(report, args.list))
-    if args.json:
-        body = json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n"
-        try:
-            with fsspec.open(args.json, "w", encoding="utf-8") as handle:
-                handle.write(body)
-        except OSError as error:
-            print(f"{PREFIX}writing {args.json}: {error}", file=sys.stderr)
-            return EXIT_FAILED
+    if args.json and (problem := write_report(args.json, report.to_json())):
+        print(f"{PREFIX}{problem}", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_FAILED if report.failed else EXIT_OK
 
 

@@ -3,9 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 
+import fsspec
+
 from taguru_ray.errors import EXIT_USAGE
+
+
+def write_report(path: str, data: object) -> str | None:
+    """Write a JSON report (pretty, UTF-8) to a path or fsspec URL; the error, if any."""
+    body = json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+    try:
+        with fsspec.open(path, "w", encoding="utf-8") as handle:
+            handle.write(body)
+    except OSError as error:
+        return f"writing {path}: {error}"
+    return None
 
 
 def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace | int:

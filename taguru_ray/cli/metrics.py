@@ -14,10 +14,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-import fsspec
-
 from taguru_ray.cli.args import parse
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, TaguruRayError, UsageError
+from taguru_ray.store.inputs import read_regular
 from taguru_ray.store.outdir import TRACE, OutDir
 from taguru_ray.tools.metric_tables import compare, tables
 from taguru_ray.tools.metrics import (
@@ -103,25 +102,19 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _prices(path: str | None) -> Prices:
-    if path is None:
-        return Prices()
-    try:
-        with fsspec.open(path, "r", encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"--prices {path}: {error}") from None
-    return load_prices(text, f"--prices {path}")
+    return load_prices(_flag_file("--prices", path), f"--prices {path}") if path else Prices()
 
 
 def _ledger(path: str | None) -> dict[str, Assignment]:
-    if path is None:
-        return {}
+    return load_ledger(_flag_file("--ledger", path), f"--ledger {path}") if path else {}
+
+
+def _flag_file(flag: str, path: str) -> str:
+    """A flag's file as text (a regular file only: a FIFO would hang the read)."""
     try:
-        with fsspec.open(path, "r", encoding="utf-8") as handle:
-            text = handle.read()
+        return read_regular(path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"--ledger {path}: {error}") from None
-    return load_ledger(text, f"--ledger {path}")
+        raise UsageError(f"{flag} {path}: {error}") from None
 
 
 def _collect(urls: list[str], prices: Prices, ledger: dict[str, Assignment]) -> MetricsReport:

@@ -15,9 +15,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-import fsspec
-
-from taguru_ray.cli.args import parse
+from taguru_ray.cli.args import parse, write_report
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.tools.records import source_files
 from taguru_ray.tools.verify import render_text, verify_files
@@ -58,16 +56,12 @@ def main(argv: Sequence[str]) -> int:
         print(f"{PREFIX}{args.out}: no source file (*.jsonl) to verify", file=sys.stderr)
         return EXIT_FAILED
     result = verify_files(files)
-    body = json.dumps({"out": args.out, **result.to_json()}, ensure_ascii=False, indent=2) + "\n"
+    report = {"out": args.out, **result.to_json()}
     if args.json == "-":
-        sys.stdout.write(body)
+        sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=2) + "\n")
     else:
         sys.stdout.write(render_text(result))
-    if args.json and args.json != "-":
-        try:
-            with fsspec.open(args.json, "w", encoding="utf-8") as handle:
-                handle.write(body)
-        except OSError as error:
-            print(f"{PREFIX}writing {args.json}: {error}", file=sys.stderr)
-            return EXIT_FAILED
+    if args.json and args.json != "-" and (problem := write_report(args.json, report)):
+        print(f"{PREFIX}{problem}", file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK if result.ok else EXIT_FAILED
