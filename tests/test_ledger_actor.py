@@ -104,3 +104,14 @@ def test_the_actor_answers_turns_in_order(ray_address: str) -> None:
     ledger.settle.remote([(0, aliased)])
     verdict = ray.get(pending, timeout=30)
     assert verdict.pruned == ((0, 0),)  # "Context" names the context's own concept
+
+
+def test_a_batch_of_turns_is_answered_turn_by_turn(ray_address: str) -> None:
+    ledger = Ledger.remote()  # type: ignore[attr-defined]
+    turns = [(0, Proposal(names(("a", "b")))), (2, proposing("a", "Gamma", ("Gamma", "x")))]
+    stream = ledger.commit_many.options(num_returns="streaming").remote(turns)
+    first = ray.get(next(stream), timeout=30)
+    assert [index for index, _ in first] == [0]  # segment 2 waits for segment 1
+    ledger.settle.remote([(1, Contribution())])
+    [(index, verdict)] = ray.get(next(stream), timeout=30)
+    assert index == 2 and verdict.pruned == ((0, 0),)  # "a" is segment 0's concept

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import ray
@@ -115,6 +116,23 @@ class Ledger:
 
     async def commit(self, index: int, proposal: Proposal) -> Verdict | None:
         return await self._order.commit(index, proposal)
+
+    async def commit_many(
+        self, turns: list[tuple[int, Proposal]]
+    ) -> AsyncIterator[list[tuple[int, Verdict | None]]]:
+        """Several segments' turns in one call (a worker's, `commits.CommitBatches`): their
+        verdicts as each turn comes, those that came together in one item."""
+        waiting = {
+            asyncio.ensure_future(self._order.commit(index, proposal)): index
+            for index, proposal in turns
+        }
+        try:
+            while waiting:
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                yield [(waiting.pop(task), task.result()) for task in done]
+        finally:
+            for task in waiting:
+                task.cancel()
 
     async def abandon(self, index: int) -> None:
         self._order.abandon(index)

@@ -280,13 +280,18 @@ async def extract_segment(
         except Stopped:
             run.interrupted = True
     contribution = Contribution()
+    merged: Extraction | None = None
     if not run.failures and not run.interrupted:
         # The commit turn (ADR 0019): judged against every earlier segment, in name order.
-        verdict = await model.commit(proposal_of(pieces, _merge_rules(run)))
+        merged = _merge(run, pieces)
+        kept = (association for association, _ in merged.associations)
+        verdict = await model.commit(proposal_of(pieces, _merge_rules(run), kept))
         if verdict is None:
             run.interrupted = True
         else:
-            prune_claimed(pieces, verdict.pruned)
+            if verdict.pruned:  # the merge ran before the prune: run it again
+                prune_claimed(pieces, verdict.pruned)
+                merged = None
             contribution = verdict.contribution
     outcome.completions = run.completions
     outcome.notes.extend(run.notes)
@@ -301,7 +306,7 @@ async def extract_segment(
         outcome.notes.append(_failure_line(run, min(run.failures)))
         return outcome
     try:
-        extraction, source_bytes, trace_bytes, gaps = _write(run, pieces)
+        extraction, source_bytes, trace_bytes, gaps = _write(run, pieces, merged)
     except SourceFileError as error:
         outcome.notes.append(
             f"{FAILURE_PREFIX}{job.source}: the rendered source file failed its own import "
@@ -672,12 +677,17 @@ async def _log_system(run: _Run, system: str) -> None:
         )
 
 
-def _write(run: _Run, pieces: list[PieceState]) -> tuple[Extraction, bytes, bytes, list[Gap]]:
-    """merge → render → verify, and the trace that describes them (with --coverage's gaps)."""
+def _merge(run: _Run, pieces: list[PieceState]) -> Extraction:
+    return merge([MergeInput(state.piece_id, state.output) for state in pieces], _merge_rules(run))
+
+
+def _write(
+    run: _Run, pieces: list[PieceState], merged: Extraction | None = None
+) -> tuple[Extraction, bytes, bytes, list[Gap]]:
+    """merge → render → verify, and the trace that describes them (with --coverage's gaps);
+    `merged`: the pieces' merge when the caller has it already."""
     settings = run.settings
-    extraction = merge(
-        [MergeInput(state.piece_id, state.output) for state in pieces], _merge_rules(run)
-    )
+    extraction = merged if merged is not None else _merge(run, pieces)
     rendered = render(
         extraction,
         HeaderFields(run.job.written_id, settings.context, settings.name, settings.description),

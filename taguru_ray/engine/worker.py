@@ -26,6 +26,7 @@ from taguru_ray.contract.names import attempts_name
 from taguru_ray.contract.records import Record
 from taguru_ray.engine import heap, metrics
 from taguru_ray.engine.batches import failed_outcome
+from taguru_ray.engine.commits import CommitBatches
 from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
 from taguru_ray.engine.recorder import StoreRecorder
 from taguru_ray.engine.replay import ReplayBook, Replayer
@@ -62,6 +63,7 @@ class SegmentWorker:
         self._inputs: RunInputs | None = None
         gateway = ray.get_actor(run_actor_name(run_id, "gateway"))
         self._ledger = ray.get_actor(run_actor_name(run_id, "ledger"))
+        self._commits = CommitBatches(self._ledger)
         self._run_id = run_id
         self._gateway = gateway
         self._admission = GatewayAdmission(gateway, index)
@@ -180,7 +182,7 @@ class SegmentWorker:
         )
 
         async def commit(proposal: Proposal) -> Verdict | None:
-            return await self._ledger.commit.remote(job.index, proposal)
+            return await self._commits.commit(job.index, proposal)
 
         live = self._chat().complete if self._settings.endpoints else None
         model = Model(

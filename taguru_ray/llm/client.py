@@ -370,8 +370,10 @@ MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 
 async def _read_capped(response: aiohttp.ClientResponse) -> bytes:
     declared = response.content_length
-    if declared is not None and declared > MAX_RESPONSE_BYTES:
-        raise FatalStatus(response.status, _too_big(f"declares {declared} bytes"))
+    if declared is not None:
+        if declared > MAX_RESPONSE_BYTES:
+            raise FatalStatus(response.status, _too_big(f"declares {declared} bytes"))
+        return await response.read()  # the length is known and within the cap: one read
     chunks: list[bytes] = []
     size = 0
     async for chunk in response.content.iter_chunked(64 * 1024):

@@ -121,6 +121,8 @@ class Verdict:
 
 def judge(proposal: Proposal, claimed: dict[tuple[str, str], str]) -> Verdict:
     """Prune what would rewire a claimed spelling; the rest is adopted as merge adopts it."""
+    if not proposal.aliases:  # the common case: nothing to judge, nothing to adopt
+        return Verdict((), proposal.base)
     pruned: list[tuple[int, int]] = []
     kept: list[tuple[str, dict[str, Any]]] = []
     for item in proposal.aliases:

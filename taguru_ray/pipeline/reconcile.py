@@ -16,11 +16,12 @@ each output's own aliases, as the corrective turn's replayed answer does.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from taguru_ray.contract.context_schema import ContextSchema
+from taguru_ray.contract.items import Association
 from taguru_ray.contract.piece_output import PieceOutput
 from taguru_ray.pipeline.claims import AliasItem, Proposal, rewire_reason
 from taguru_ray.pipeline.cross_items import cross_output_issues, dangling_aliases
@@ -129,11 +130,16 @@ def prune_dangling(pieces: Sequence[PieceState]) -> None:
         )
 
 
-def proposal_of(pieces: Sequence[PieceState], rules: MergeRules) -> Proposal:
-    """What the segment brings to its commit turn (`claims.judge`)."""
-    inputs = [MergeInput(piece.piece_id, piece.output) for piece in pieces]
+def proposal_of(
+    pieces: Sequence[PieceState], rules: MergeRules, merged: Iterable[Association] | None = None
+) -> Proposal:
+    """What the segment brings to its commit turn (`claims.judge`); `merged`: the
+    associations merge keeps, when the caller has merged already."""
+    if merged is None:
+        inputs = [MergeInput(piece.piece_id, piece.output) for piece in pieces]
+        merged = merge_associations(inputs, rules)
     return Proposal(
-        Contribution.of_associations(merge_associations(inputs, rules)),
+        Contribution.of_associations(merged),
         tuple(
             AliasItem(position, index, piece.piece_id, item)
             for position, piece in enumerate(pieces)
