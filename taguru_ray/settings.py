@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taguru_ray.contract.items import MAX_DESCRIPTION_BYTES, MAX_NAME_BYTES, MAX_TAG_BYTES, MAX_TAGS
+from taguru_ray.contract.manifest_entry import MANIFEST_FIELDS
 from taguru_ray.errors import UsageError
 from taguru_ray.pipeline.plan import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
+from taguru_ray.pipeline.steps import STEP_FOLD
 
 # Our prompts are our own words, so our prompt version must never equal one the
 # reference writes: a manifest entry from `taguru extract` is not our answer.
@@ -302,8 +304,6 @@ class Settings:
     def replay_mode(self) -> str:
         """off, auto or strict: --replay as given, or what --resume-from STEP folds onto."""
         if self.resume_from is not None:
-            from taguru_ray.engine.replay import STEP_FOLD
-
             return STEP_FOLD[self.resume_from][0]
         return self.replay
 
@@ -645,33 +645,6 @@ def _escalation_input(settings: Settings) -> str:
     return str(settings.escalation_factor)
 
 
-MANIFEST_FIELDS = (
-    "sha256",
-    "model",
-    "prompt_version",
-    "context",
-    "questions_n",
-    "no_passage",
-    "description",
-    "fact_budget",
-    "structured_output",
-    "max_output_tokens",
-    "escalation_factor",
-    "runaway_ratio",
-    "chunk_context",
-    "chunk_bytes",
-    "lossy",
-    "schema_digest",
-    "candidates",
-    "redaction",
-    "vocabulary_digest",
-    "carryover",
-    "gleanings",
-    "source_id",
-    "date",
-    "tags",
-    "output",
-)
 
 
 def compute_inputs(

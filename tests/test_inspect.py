@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from taguru_ray.tools.inspect import Filter, build_report, inspect_command
+from taguru_ray.contract.names import inspect_command
+from taguru_ray.tools.inspect import Filter, build_report
 from taguru_ray.tools.inspect_text import render_text
 from taguru_ray.tools.records import read_lines
 

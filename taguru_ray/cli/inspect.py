@@ -17,8 +17,9 @@ from collections.abc import Sequence
 import fsspec
 
 from taguru_ray.cli.args import parse
+from taguru_ray.contract.names import INSPECT_VERB as VERB
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from taguru_ray.tools.inspect import VERB, Filter, build_report
+from taguru_ray.tools.inspect import Filter, build_report
 from taguru_ray.tools.inspect_text import render_text
 from taguru_ray.tools.records import read_lines
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import posixpath
+import shlex
 
 MAX_FLAT_BYTES = 120
 CUT_FLAT_BYTES = 96
@@ -63,3 +64,13 @@ def written_id(source: str, source_id: str | None, several: bool) -> str:
 def join(out: str, name: str) -> str:
     """`batch_path`: ``<--out>/<name>`` joined as the user wrote --out."""
     return out + name if out.endswith("/") else f"{out}/{name}"
+
+
+INSPECT_VERB = "taguru-ray inspect"
+SHORT_ID = 12  # the piece id as failure lines print it
+
+
+def inspect_command(log: str, piece_id: str) -> str:
+    """The command that opens one piece: the log path shell-quoted only when it needs it.
+    One spelling for the failure lines, `inspect`'s own footer and the metric tables."""
+    return f"{INSPECT_VERB} {shlex.quote(log)} --piece {piece_id[:SHORT_ID]}"

@@ -17,6 +17,7 @@ import ray
 from taguru_ray.contract.names import join, output_name
 from taguru_ray.engine.chunk_context import plan_segment
 from taguru_ray.engine.run import ExtractRun
+from taguru_ray.engine.run_inputs import load_run_inputs
 from taguru_ray.engine.scan import Console, Tally, scan, skip_line
 from taguru_ray.engine.segment import FAILURE_PREFIX
 from taguru_ray.errors import MESSAGE_PREFIX, StartupError, exit_code
@@ -27,7 +28,6 @@ from taguru_ray.store.inputs import expand
 from taguru_ray.store.lock import lock_for
 from taguru_ray.store.manifest import Manifest
 from taguru_ray.store.outdir import LinkRefused, OutDir
-from taguru_ray.store.run_inputs import load_run_inputs
 
 __all__ = ["Console", "dry_run", "extract", "start_ray"]
 

@@ -163,17 +163,3 @@ def settings_differences(recorded: Record | None, current: Record) -> list[str]:
         for key, value in current.items()
         if key not in ("type",) and key in recorded and recorded[key] != value
     ]
-
-
-# --resume-from STEP (#822): every name folds onto one of three behaviours.
-STEP_FOLD = {
-    **{
-        step: ("off", False)
-        for step in ("read", "structure", "plan", "overview", "annotate", "steer")
-    },
-    "prompt": ("auto", True),  # replay call's answers, never pin the conversation
-    **{
-        step: ("auto", False)
-        for step in ("call", "parse", "validate", "reconcile", "merge", "render", "verify")
-    },
-}

@@ -24,8 +24,8 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from taguru_ray import heap
 from taguru_ray.contract.names import output_name
-from taguru_ray.engine import heap
 from taguru_ray.engine.ahead import READERS, ScanAhead
 from taguru_ray.engine.batches import WorkerBatches, failed_outcome, pick_worker
 from taguru_ray.engine.ports import SegmentJob, SegmentOutcome

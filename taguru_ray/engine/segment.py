@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 from dataclasses import dataclass, field
 
-from taguru_ray.contract.names import attempts_name, join, output_name
+from taguru_ray.contract.names import attempts_name, inspect_command, join, output_name
 from taguru_ray.contract.records import Record, dumps_lines
 from taguru_ray.contract.source_file import SourceFileError
 from taguru_ray.engine.chunk_context import (
@@ -762,8 +762,6 @@ def _failure_line(run: _Run, chunk_index: int) -> str:
         )
     pointers = []
     if run.recorder.attempts_log_exists():
-        from taguru_ray.tools.inspect import inspect_command  # the one spelling of the command
-
         log = join(run.settings.out, f"{TRACE}/{attempts_name(run.job.source)}")
         pointers.append(f" — records: {log} ({inspect_command(log, piece.sha256)})")
     if run.recorder.sidecar_path:

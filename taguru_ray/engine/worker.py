@@ -22,9 +22,9 @@ from typing import Any
 import fsspec
 import ray
 
+from taguru_ray import heap
 from taguru_ray.contract.names import attempts_name
 from taguru_ray.contract.records import Record
-from taguru_ray.engine import heap, metrics
 from taguru_ray.engine.batches import failed_outcome
 from taguru_ray.engine.commits import CommitBatches
 from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
@@ -32,6 +32,7 @@ from taguru_ray.engine.recorder import StoreRecorder
 from taguru_ray.engine.replay import ReplayBook, Replayer
 from taguru_ray.engine.report import FAILURE_PREFIX
 from taguru_ray.engine.segment import extract_segment
+from taguru_ray.llm import metrics
 from taguru_ray.llm.admission import set_priority
 from taguru_ray.llm.client import ChatClient, Completion, CompletionRequest, open_session
 from taguru_ray.llm.gateway import GatewayAdmission, GatewayRung

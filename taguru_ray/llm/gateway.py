@@ -23,7 +23,8 @@ from typing import Any
 
 import ray
 
-from taguru_ray.engine import heap, metrics
+from taguru_ray import heap
+from taguru_ray.llm import metrics
 from taguru_ray.llm.admission import Lease, PermitPool, Stopped, priority
 from taguru_ray.llm.client import Usage
 from taguru_ray.llm.ladder import RungState

@@ -45,3 +45,17 @@ def render_table() -> str:
         "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
         for row in rows
     )
+
+
+# --resume-from STEP (#822): every name folds onto one of three behaviours.
+STEP_FOLD = {
+    **{
+        step: ("off", False)
+        for step in ("read", "structure", "plan", "overview", "annotate", "steer")
+    },
+    "prompt": ("auto", True),  # replay call's answers, never pin the conversation
+    **{
+        step: ("auto", False)
+        for step in ("call", "parse", "validate", "reconcile", "merge", "render", "verify")
+    },
+}

@@ -30,8 +30,8 @@ import threading
 from collections.abc import Container, Iterator, Mapping, MutableMapping
 from typing import IO, Any
 
+from taguru_ray.contract.manifest_entry import MANIFEST_FIELDS
 from taguru_ray.contract.names import output_name
-from taguru_ray.settings import MANIFEST_FIELDS
 from taguru_ray.store.outdir import MANIFEST, MANIFEST_JOURNAL, OutDir
 
 # Fields an older entry may lack; absent means the default run's value.

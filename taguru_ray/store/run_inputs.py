@@ -10,7 +10,6 @@ wherever a segment is scanned — see the content, not the path.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -22,7 +21,6 @@ from taguru_ray.contract.context_schema import (
 )
 from taguru_ray.contract.context_schema import schema_digest as digest_of_schema
 from taguru_ray.errors import StartupError, TaguruRayError, UsageError
-from taguru_ray.settings import Settings
 from taguru_ray.store.inputs import read_regular
 from taguru_ray.store.redact_key import redaction_key
 from taguru_ray.store.vocabulary import (
@@ -78,33 +76,50 @@ class RunInputs:
         return names
 
 
-def load_run_inputs(settings: Settings) -> tuple[Settings, RunInputs]:
-    """Read the inputs the settings name; the settings come back with their digests."""
-    vocabulary = _vocabulary(settings.vocabulary) if settings.vocabulary else None
-    schema = _schema(settings.schema) if settings.schema else None
-    rules, redaction = _redaction(settings)
-    key = redaction_key(settings.redact_key) if rules else b""
-    settings = dataclasses.replace(
-        settings,
+@dataclass(frozen=True)
+class InputDigests:
+    """What the inputs hash to: compute inputs of every segment (the manifest's fields)."""
+
+    redaction_input: str = ""
+    vocabulary_digest: str = ""
+    ingested_digest: str = ""
+    schema_digest: str = ""
+
+
+def read_run_inputs(
+    *,
+    vocabulary: str | None,
+    schema: str | None,
+    redact: str,
+    redact_rules: str | None,
+    redact_key: str | None,
+    chunk_context: str,
+) -> tuple[RunInputs, InputDigests]:
+    """Read the inputs the flags name, and what they hash to."""
+    loaded_vocabulary = _vocabulary(vocabulary) if vocabulary else None
+    loaded_schema = _schema(schema) if schema else None
+    rules, redaction = _redaction(redact, redact_rules)
+    key = redaction_key(redact_key) if rules else b""
+    digests = InputDigests(
         redaction_input=redaction,
-        vocabulary_digest=vocabulary_digest(vocabulary) if vocabulary else "",
-        ingested_digest=relations_digest(vocabulary)
-        if vocabulary and settings.chunk_context == "ingested"
+        vocabulary_digest=vocabulary_digest(loaded_vocabulary) if loaded_vocabulary else "",
+        ingested_digest=relations_digest(loaded_vocabulary)
+        if loaded_vocabulary and chunk_context == "ingested"
         else "",
-        schema_digest=digest_of_schema(schema) if schema else "",
+        schema_digest=digest_of_schema(loaded_schema) if loaded_schema else "",
     )
-    return settings, RunInputs(vocabulary, schema, rules, key)
+    return RunInputs(loaded_vocabulary, loaded_schema, rules, key), digests
 
 
-def _redaction(settings: Settings) -> tuple[tuple[Rule, ...], str]:
+def _redaction(redact: str, redact_rules: str | None) -> tuple[tuple[Rule, ...], str]:
     """The rules --redact applies, and the manifest's `redaction` value they make."""
-    if not settings.redact:
+    if not redact:
         return (), ""
-    groups = groups_from_setting(settings.redact)
+    groups = groups_from_setting(redact)
     rules = list(builtin_rules(groups))
     digest = None
-    if settings.redact_rules:
-        path = settings.redact_rules
+    if redact_rules:
+        path = redact_rules
         data = _read("--redact-rules", path, UsageError)
         try:
             own, digest = parse_rules_file(data, path=path)

@@ -24,24 +24,16 @@ counted and said, never a failure. Record types this view has no row for
 from __future__ import annotations
 
 import re
-import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from taguru_ray.tools.records import Lines, Record, attempt_key
 
-VERB = "taguru-ray inspect"
-SHORT_ID = 12  # the piece id as failure lines print it
 GLEANING = "gleaning"  # seed 002's "what did you miss" passes: never a correction
 ISSUES_SHOWN = 3
 _LABEL = re.compile(r"\[(\d+)\] ")
 _PART = re.compile(r", part (\d+) of (\d+):$")
-
-
-def inspect_command(log: str, piece_id: str) -> str:
-    """The command that opens one piece: the log path shell-quoted only when it needs it."""
-    return f"{VERB} {shlex.quote(log)} --piece {piece_id[:SHORT_ID]}"
 
 
 @dataclass(frozen=True)

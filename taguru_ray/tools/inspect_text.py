@@ -13,14 +13,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from taguru_ray.contract.names import SHORT_ID, inspect_command
 from taguru_ray.tools.inspect import (
     GLEANING,
     ISSUES_SHOWN,
-    SHORT_ID,
     AttemptRow,
     AttemptsReport,
     MoveRow,
-    inspect_command,
 )
 
 SETTINGS_SHOWN = (

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from taguru_ray.tools.inspect import Filter, build_report, inspect_command
+from taguru_ray.contract.names import inspect_command
+from taguru_ray.tools.inspect import Filter, build_report
 from taguru_ray.tools.metrics import ITEMS, MOVES, REASONS, STATES, Fold, MetricsReport, Scope
 from taguru_ray.tools.records import attempts_log_path
 from taguru_ray.tools.tables import Column, Table

@@ -1,0 +1,60 @@
+"""Layers import downwards only (docs/ARCHITECTURE.md): a pure core under an effectful
+shell, each verb on the layers below it. An import that runs up fails here."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "taguru_ray"
+
+# Rank by top-level module or package; a module may import only its own rank or lower.
+RANKS = {
+    "errors": 0,
+    "heap": 0,
+    "text": 0,
+    "contract": 0,
+    "pipeline": 1,
+    "llm": 2,
+    "store": 2,
+    "settings": 3,
+    "engine": 4,
+    "tools": 5,
+    "simulate": 5,
+    "cli": 6,
+    "__main__": 7,
+    "__init__": 7,
+}
+# Within one rank, these pairs must not meet either.
+APART = {("llm", "store"), ("store", "llm")}
+
+
+def imports(path: Path) -> set[str]:
+    """The taguru_ray top-level names a module imports (nested imports included)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            parts = node.module.split(".")
+            if parts[0] == "taguru_ray":
+                found |= {parts[1]} if len(parts) > 1 else {alias.name for alias in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {
+                alias.name.split(".")[1]
+                for alias in node.names
+                if alias.name.startswith("taguru_ray.")
+            }
+    return found
+
+
+def test_every_import_runs_down_the_layers() -> None:
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).parts
+        owner = parts[0].removesuffix(".py")
+        assert owner in RANKS, f"{path}: give {owner!r} a rank in RANKS"
+        for name in imports(path) - {owner, "__version__"}:
+            if name not in RANKS:
+                continue
+            if RANKS[name] > RANKS[owner] or (owner, name) in APART:
+                upward.append(f"{path.relative_to(PACKAGE.parent)}: {owner} imports {name}")
+    assert upward == []
