@@ -96,7 +96,8 @@ def test_in_arrival_order_a_turn_is_judged_at_once_the_benchmarks_baseline() -> 
 
 def test_the_actor_answers_turns_in_order(ray_address: str) -> None:
     ledger = Ledger.remote()  # type: ignore[attr-defined]
-    ledger.settle.remote([(CONTEXT_INDEX, names(("Context", "Seed")))])
+    # Awaited, as the run awaits it: an async actor's calls may start out of order.
+    ray.get(ledger.settle.remote([(CONTEXT_INDEX, names(("Context", "Seed")))]), timeout=30)
     pending = ledger.commit.remote(1, proposing("Context", "Gamma", ("Gamma", "x")))
     ready, _ = ray.wait([pending], timeout=0.5)
     assert ready == []  # segment 0 has not settled: the turn waits
