@@ -784,23 +784,25 @@ def prepare_extracted(bench: Bench, segments: int) -> tuple[Path, Path, int]:
     from taguru_ray.store.inputs import expand
     from taguru_ray.store.manifest import Manifest
     from taguru_ray.store.outdir import MANIFEST, OutDir
+    from taguru_ray.store.run_inputs import InputDigests
 
+    NO_DIGESTS = InputDigests()  # the timed run reads no --vocabulary/--schema
     corpus = bench.corpus(segments)
     out = bench.fresh_out(f"extracted-{segments}")
     args = bench.extract_args(corpus, out)
     settings = resolve_settings(parse_flags(args), bench.env())
     outdir = OutDir(str(out))
     outdir.ensure()
-    sources = expand(settings.paths)
+    sources = expand(settings.source.paths)
     entries: dict[str, dict[str, Any]] = {}
     total = 0
     for source in sources:
         data = Path(source).read_bytes()
         total += len(data)
-        ident = written_id(source, settings.source_id, len(sources) > 1)
+        ident = written_id(source, settings.source.source_id, len(sources) > 1)
         name = output_name(source)
-        entries[source] = compute_inputs(settings, segment_sha256(data), ident, name)
-        header = Header(id=ident, context_id=settings.context)
+        entries[source] = compute_inputs(settings, NO_DIGESTS, segment_sha256(data), ident, name)
+        header = Header(id=ident, context_id=settings.source.context)
         rendered = render_source_file(SourceFile(header, Passage(decode_segment(data))))
         # Plain writes: OutDir.write fsyncs each file, minutes for 100 000 of them.
         (out / name).write_bytes(rendered)

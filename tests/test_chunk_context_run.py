@@ -10,7 +10,7 @@ from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
 from taguru_ray.engine.segment import extract_segment
 from taguru_ray.llm.client import CompletionRequest
 from taguru_ray.pipeline.overview import OVERVIEW_SYSTEM
-from taguru_ray.store.run_inputs import RunInputs
+from taguru_ray.store.run_inputs import InputDigests, RunInputs
 from taguru_ray.store.vocabulary import Relation, Vocabulary
 from tests.corpora import STATUTE
 from tests.test_segment_run import Canned, MemoryRecorder, answer, ok, settings
@@ -156,9 +156,8 @@ def test_ingested_adds_what_the_export_knows_about_the_cast() -> None:
         model,
         recorder,
         "ingested",
-        RunInputs(vocabulary=vocabulary),
+        RunInputs(vocabulary=vocabulary, digests=InputDigests(ingested_digest="d" * 64)),
         text=PLAIN,
-        ingested_digest="d" * 64,
     )
     assert outcome.status == "written", outcome.notes
     turn = next(user_of(r) for r in model.requests if not is_overview(r))

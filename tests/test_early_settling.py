@@ -19,6 +19,7 @@ from taguru_ray.settings import compute_inputs, resolve_settings
 from taguru_ray.store.inputs import expand
 from taguru_ray.store.manifest import MANIFEST_FIELDS, Manifest
 from taguru_ray.store.outdir import MANIFEST, OutDir
+from taguru_ray.store.run_inputs import InputDigests
 from tests.support import CONTEXT
 
 ENV = {"TAGURU_EXTRACT_URL": "http://127.0.0.1:9/v1", "TAGURU_EXTRACT_MODEL": "taguru-sim"}
@@ -38,14 +39,16 @@ def make_run(tmp_path: Path, kinds: str) -> tuple[ExtractRun, list[str], list[st
     )
     outdir = OutDir(str(out))
     outdir.ensure()
-    sources = expand(settings.paths)
+    sources = expand(settings.source.paths)
     entries = {}
     for source, kind in zip(sources, kinds, strict=True):
         if kind != "u":
             continue
         data = Path(source).read_bytes()
-        ident = written_id(source, settings.source_id, True)
-        inputs = compute_inputs(settings, segment_sha256(data), ident, output_name(source))
+        ident = written_id(source, settings.source.source_id, True)
+        inputs = compute_inputs(
+            settings, InputDigests(), segment_sha256(data), ident, output_name(source)
+        )
         entries[source] = {key: inputs[key] for key in MANIFEST_FIELDS if key in inputs}
         rendered = render_source_file(
             SourceFile(Header(id=ident, context_id=CONTEXT), Passage(data.decode()))

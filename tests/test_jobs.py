@@ -76,7 +76,7 @@ def assert_no_secrets(document: Any) -> None:
 def test_the_runtime_env_ships_the_repo_stops_with_sigint_and_holds_no_secret() -> None:
     from ray.runtime_env import RuntimeEnv
 
-    from taguru_ray.settings import KNOBS
+    from taguru_ray.settings import declarations
 
     env = load(JOBS / "runtime_env.yaml")
     RuntimeEnv(**env)  # Ray's own validation: known fields, env_vars all strings
@@ -86,7 +86,7 @@ def test_the_runtime_env_ships_the_repo_stops_with_sigint_and_holds_no_secret() 
     assert variables["RAY_JOB_STOP_SIGNAL"] == "SIGINT"
     assert int(variables["RAY_JOB_STOP_WAIT_TIME_S"]) >= 10
     # Every TAGURU_ variable is one extract reads (a misspelt one would be ignored silently).
-    known = {knob.env for knob in KNOBS if knob.env}
+    known = {d.knob.env for d in declarations() if d.knob.env}
     assert {name for name in variables if name.startswith("TAGURU_")} <= known
     assert "TAGURU_EXTRACT_API_KEY" not in variables
     assert "pip" not in env and "uv" not in env and "conda" not in env

@@ -155,29 +155,30 @@ def test_loading_fills_the_digests_the_fingerprint_binds(tmp_path: Path) -> None
     write_export(export, "KubeRay")
     document = tmp_path / "schema.json"
     document.write_text(json.dumps(SCHEMA, indent=4))
-    loaded, inputs = load_run_inputs(settings(vocabulary=str(export), schema=str(document)))
+    chosen = settings(vocabulary=str(export), schema_file=str(document))
+    inputs = load_run_inputs(chosen)
     assert inputs.vocabulary is not None and inputs.schema is not None
-    fingerprint = checkpoint_fingerprint(loaded, "abc")
+    fingerprint = checkpoint_fingerprint(chosen, inputs.digests, "abc")
     assert fingerprint["vocabulary_digest"] == vocabulary_digest(inputs.vocabulary)
     assert fingerprint["schema_digest"] == schema_digest(schema())  # layout-blind
     write_export(export, "KubeRay", "Serve")
-    changed, _ = load_run_inputs(settings(vocabulary=str(export)))
-    assert changed.vocabulary_digest != loaded.vocabulary_digest
+    changed = load_run_inputs(settings(vocabulary=str(export)))
+    assert changed.digests.vocabulary_digest != inputs.digests.vocabulary_digest
 
 
 def test_ingested_binds_the_offered_relations(tmp_path: Path) -> None:
     export = tmp_path / "export.jsonl"
     write_export(export, "KubeRay")
-    loaded, _ = load_run_inputs(settings(vocabulary=str(export), chunk_context="ingested"))
-    value = checkpoint_fingerprint(loaded, "abc")["chunk_context"]
+    chosen = settings(vocabulary=str(export), chunk_context="ingested")
+    value = checkpoint_fingerprint(chosen, load_run_inputs(chosen).digests, "abc")["chunk_context"]
     assert value.startswith("ingested:") and len(value) == len("ingested:") + 64
 
 
 @pytest.mark.parametrize(
     ("flag", "content", "expected"),
     [
-        ("schema", "{not json", "--schema {path}: "),
-        ("schema", json.dumps({**SCHEMA, "schema": 2}), "--schema {path}: "),
+        ("schema_file", "{not json", "--schema {path}: "),
+        ("schema_file", json.dumps({**SCHEMA, "schema": 2}), "--schema {path}: "),
         ("vocabulary", '{"subject": "a"}\n', "--vocabulary {path}: line 1"),
     ],
 )
@@ -193,7 +194,7 @@ def test_an_unusable_file_is_a_startup_error_naming_flag_and_file(
 
 def test_a_missing_file_is_a_startup_error(tmp_path: Path) -> None:
     with pytest.raises(StartupError, match=r"--schema .*missing\.json: cannot be read"):
-        load_run_inputs(settings(schema=str(tmp_path / "missing.json")))
+        load_run_inputs(settings(schema_file=str(tmp_path / "missing.json")))
     with pytest.raises(StartupError, match="--vocabulary"):
         load_run_inputs(settings(vocabulary=str(tmp_path / "nowhere")))
 

@@ -17,7 +17,7 @@ import pytest
 
 from taguru_ray.contract.names import attempts_name
 from taguru_ray.engine.recorder import StoreRecorder
-from taguru_ray.errors import StartupError, UsageError
+from taguru_ray.errors import StartupError
 from taguru_ray.store.checkpoints import Checkpoint, count_reusable
 from taguru_ray.store.lease import (
     Lease,
@@ -25,7 +25,6 @@ from taguru_ray.store.lease import (
     Raced,
     ReadBackLeaseStore,
     S3LeaseStore,
-    lease_seconds,
 )
 from taguru_ray.store.lock import lock_for
 from taguru_ray.store.logs import AttemptsLog, Sidecar
@@ -313,7 +312,8 @@ def die(lock: LeaseLock) -> None:
 
 
 def test_lock_for_an_object_store_is_a_lease(out: OutDir) -> None:
-    assert isinstance(lock_for(out, print), LeaseLock)
+    lock = lock_for(out, print, 30)
+    assert isinstance(lock, LeaseLock) and lock.seconds == 30
 
 
 def test_a_live_lease_refuses_a_second_run_naming_the_holder(out: OutDir) -> None:
@@ -409,14 +409,6 @@ def test_without_conditional_writes_the_lease_reads_its_write_back(tmp_path: Any
     with LeaseLock(out, say, seconds=30, store=ReadBackLeaseStore(out, settle=0.01)):
         assert len(said) == 1 and "taking it over" in said[0]
     assert out.read(LOCK) is None
-
-
-def test_the_lease_length_comes_from_the_environment() -> None:
-    assert lease_seconds({}) == 60
-    assert lease_seconds({"TAGURU_RAY_LEASE_SECONDS": "2.5"}) == 2.5
-    for bad in ("0", "-1", "soon", "nan"):
-        with pytest.raises(UsageError, match="TAGURU_RAY_LEASE_SECONDS"):
-            lease_seconds({"TAGURU_RAY_LEASE_SECONDS": bad})
 
 
 def test_every_write_is_fenced_by_the_lease_once_lost_or_about_to_lapse(out: OutDir) -> None:

@@ -21,7 +21,7 @@ TEXT = "# Ray\n\nRay runs on Kubernetes.\n\nKubeRay manages Ray clusters."
 
 def settings(**overrides: Any) -> Settings:
     base = dict(paths=("d",), out="out", context=CONTEXT, model="m", url="http://x")
-    return Settings(**{**base, **overrides})
+    return Settings.of(**{**base, **overrides})
 
 
 def answer(*triples: tuple[str, str, str, int]) -> str:

@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import pytest
@@ -6,13 +7,19 @@ from taguru_ray.cli.extract import parse_flags
 from taguru_ray.errors import UsageError
 from taguru_ray.settings import (
     PROMPT_VERSION,
+    Settings,
     checkpoint_fingerprint,
     compute_inputs,
-    parse_date,
+    declarations,
     resolve_settings,
+    table,
+    values,
 )
+from taguru_ray.settings.fingerprint import compute_declarations
+from taguru_ray.store.run_inputs import InputDigests
 
 CONTEXT = "5b0d7f0e-6c1a-4d8e-9a51-2f3c4b5d6e7f"
+NONE = InputDigests()  # no --vocabulary/--schema/--redact
 ENV = {"TAGURU_EXTRACT_URL": "http://127.0.0.1:9/v1", "TAGURU_EXTRACT_MODEL": "m"}
 
 
@@ -29,8 +36,13 @@ def usage(*args: str, env: dict[str, str] | None = None) -> str:
 
 def test_defaults_follow_the_seed() -> None:
     s = settings()
-    assert (s.parallel, s.chunk_bytes, s.max_attempts, s.timeout_secs) == (1, 24576, 2, 300.0)
-    assert s.trace_attempts is True and s.carryover == 32  # seed 002's default
+    assert (
+        s.scale.parallel,
+        s.input.chunk_bytes,
+        s.ladder.max_attempts,
+        s.transport.timeout_secs,
+    ) == (1, 24576, 2, 300.0)
+    assert s.records.trace_attempts is True and s.prompt.carryover == 32  # seed 002's default
 
 
 def test_flag_beats_environment_beats_config(tmp_path: Path) -> None:
@@ -39,11 +51,11 @@ def test_flag_beats_environment_beats_config(tmp_path: Path) -> None:
         "# comment\nexport TAGURU_EXTRACT_PARALLEL=2\nTAGURU_EXTRACT_CHUNK_BYTES='4096'\n"
     )
     s = settings("--config", str(config))
-    assert (s.parallel, s.chunk_bytes) == (2, 4096)
+    assert (s.scale.parallel, s.input.chunk_bytes) == (2, 4096)
     s = settings("--config", str(config), env={"TAGURU_EXTRACT_PARALLEL": "3"})
-    assert s.parallel == 3
+    assert s.scale.parallel == 3
     s = settings("--config", str(config), "--parallel", "5", env={"TAGURU_EXTRACT_PARALLEL": "3"})
-    assert s.parallel == 5
+    assert s.scale.parallel == 5
 
 
 def test_config_supplies_the_endpoint_and_key_without_them_in_the_environment(
@@ -55,7 +67,11 @@ def test_config_supplies_the_endpoint_and_key_without_them_in_the_environment(
     )
     flags = parse_flags(["--context", CONTEXT, "--out", "o", "--config", str(config), "d"])
     s = resolve_settings(flags, {})
-    assert (s.url, s.model, s.api_key) == ("http://x/v1", "cfg", "sk-1")
+    assert (s.transport.url, s.transport.model, s.transport.api_key) == (
+        "http://x/v1",
+        "cfg",
+        "sk-1",
+    )
     assert "sk-1" not in repr(s)
 
 
@@ -79,19 +95,22 @@ def test_a_bad_config_line_is_named(tmp_path: Path) -> None:
 
 
 def test_every_seed_feature_is_accepted_by_flag_and_variable() -> None:
-    assert settings("--lossy").lossy is True
-    assert settings("--chunk-context", "structure").chunk_context == "structure"
-    assert settings(env={"TAGURU_EXTRACT_CHUNK_CONTEXT": "overview"}).chunk_context == "overview"
+    assert settings("--lossy").ladder.lossy is True
+    assert settings("--chunk-context", "structure").prompt.chunk_context == "structure"
+    assert (
+        settings(env={"TAGURU_EXTRACT_CHUNK_CONTEXT": "overview"}).prompt.chunk_context
+        == "overview"
+    )
     assert "--chunk-context: takes" in usage("--chunk-context", "sideways")
-    assert settings("--structured-output", "json-schema").structured_output == "json-schema"
+    assert settings("--structured-output", "json-schema").ladder.structured_output == "json-schema"
 
 
 def test_steering_flags_that_need_another_are_usage_errors() -> None:
     assert "--redact-rules needs --redact" in usage("--redact-rules", "rules.tsv")
-    assert settings("--redact", "--redact-rules", "rules.tsv").redact == "both"
-    assert settings("--redact", "pii").redact == "pii"
-    assert settings(env={"TAGURU_EXTRACT_REDACT": "secrets"}).redact == "secrets"
-    assert settings("--candidates", "--coverage").candidates is True
+    assert settings("--redact", "--redact-rules", "rules.tsv").input.redact == "both"
+    assert settings("--redact", "pii").input.redact == "pii"
+    assert settings(env={"TAGURU_EXTRACT_REDACT": "secrets"}).input.redact == "secrets"
+    assert settings("--candidates", "--coverage").prompt.candidates is True
     assert "--chunk-context ingested needs --vocabulary" in usage("--chunk-context", "ingested")
 
 
@@ -125,33 +144,34 @@ def test_missing_endpoint_variables_are_named() -> None:
 
 
 def test_dates_parse_as_utc_midnight_or_epoch_seconds() -> None:
-    assert parse_date("1970-01-02") == 86400
-    assert parse_date("1700000000") == 1700000000
+    assert values.date("1970-01-02") == 86400
+    assert values.date("1700000000") == 1700000000
     with pytest.raises(ValueError):
-        parse_date("0")
+        values.date("0")
 
 
 def test_tags_are_deduplicated_in_order() -> None:
-    assert settings("--tag", "b", "--tag", "a", "--tag", "b").tags == ("b", "a")
+    assert settings("--tag", "b", "--tag", "a", "--tag", "b").source.tags == ("b", "a")
 
 
 def test_compute_inputs_default_fields_match_an_all_defaults_entry() -> None:
     s = settings()
-    inputs = compute_inputs(s, "abc", "docs/a.md", "docs__a.md-x.jsonl")
+    inputs = compute_inputs(s, NONE, "abc", "docs/a.md", "docs__a.md-x.jsonl")
     assert inputs["prompt_version"] == PROMPT_VERSION
     assert (inputs["chunk_bytes"], inputs["structured_output"], inputs["source_id"]) == ("", "", "")
     assert next(iter(inputs)) == "sha256" and list(inputs)[-1] == "output"
-    fingerprint = checkpoint_fingerprint(s, "abc")
+    fingerprint = checkpoint_fingerprint(s, NONE, "abc")
     assert "output" not in fingerprint and "source_id" not in fingerprint
-    assert settings("--chunk-bytes", "4096").chunk_bytes == 4096
+    assert settings("--chunk-bytes", "4096").input.chunk_bytes == 4096
     assert (
-        compute_inputs(settings("--chunk-bytes", "4096"), "abc", "x", "y")["chunk_bytes"] == "4096"
+        compute_inputs(settings("--chunk-bytes", "4096"), NONE, "abc", "x", "y")["chunk_bytes"]
+        == "4096"
     )
 
 
 def test_name_and_description_fold_into_the_description_input() -> None:
-    assert compute_inputs(settings(), "a", "x", "y")["description"] == ""
-    folded = compute_inputs(settings("--name", "sake", "--description", "d"), "a", "x", "y")
+    assert compute_inputs(settings(), NONE, "a", "x", "y")["description"] == ""
+    folded = compute_inputs(settings("--name", "sake", "--description", "d"), NONE, "a", "x", "y")
     assert folded["description"] == '["sake", "d"]'
 
 
@@ -165,14 +185,17 @@ def test_a_store_that_does_not_outlive_the_process_is_refused() -> None:
 
 
 def test_a_corrective_turn_replays_at_most_256_kib_of_a_bad_answer_by_default() -> None:
-    assert settings().corrective_context_bytes == 256 * 1024
+    assert settings().ladder.corrective_context_bytes == 256 * 1024
     assert (
-        settings(env={"TAGURU_EXTRACT_CORRECTIVE_CONTEXT_BYTES": "0"}).corrective_context_bytes == 0
+        settings(
+            env={"TAGURU_EXTRACT_CORRECTIVE_CONTEXT_BYTES": "0"}
+        ).ladder.corrective_context_bytes
+        == 0
     )
 
 
 def test_an_api_key_is_trimmed_and_one_with_a_line_break_inside_is_refused() -> None:
-    assert settings(env={"TAGURU_EXTRACT_API_KEY": " sk-abc\n"}).api_key == "sk-abc"
+    assert settings(env={"TAGURU_EXTRACT_API_KEY": " sk-abc\n"}).transport.api_key == "sk-abc"
     refused = usage(env={"TAGURU_EXTRACT_API_KEY": "sk-abc\r\nX-Evil: 1"})
     assert refused.startswith("TAGURU_EXTRACT_API_KEY: holds a line break")
     assert "sk-abc" not in refused
@@ -188,3 +211,80 @@ def test_a_misspelled_variable_of_ours_is_named_with_the_nearest_one(tmp_path: P
         f"TAGURU_EXTRACT_REDACTT (in --config {config}) is not a variable taguru-ray reads — "
         "did you mean TAGURU_EXTRACT_REDACT?",
     )
+
+
+# --- one declaration per setting ---------------------------------------------------------
+
+
+def test_every_setting_and_every_flag_has_help_text() -> None:
+    from taguru_ray.cli.extract import build_parser
+
+    assert all(d.knob.help.strip() for d in declarations())
+    for action in build_parser()._actions:
+        assert action.help, action.option_strings or action.dest
+
+
+def test_the_readme_table_is_the_declarations() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    start = readme.index(table.BEGIN)
+    end = readme.index(table.END) + len(table.END) + 1
+    assert readme[start:end] == table.render(), "run: python -m taguru_ray.settings.table"
+
+
+def test_every_manifest_field_comes_from_one_declaration_or_the_segment() -> None:
+    from taguru_ray.contract.manifest_entry import MANIFEST_FIELDS
+
+    declared = set(compute_declarations())
+    assert declared | {"sha256", "prompt_version", "output"} == set(MANIFEST_FIELDS)
+
+
+def test_each_variable_is_declared_once_and_every_one_read_is_declared() -> None:
+    variables = [d.knob.env for d in declarations() if d.knob.env]
+    assert len(variables) == len(set(variables))
+    flags = [d.knob.flag for d in declarations() if d.knob.flag]
+    assert len(flags) == len(set(flags))
+    package = Path(__file__).resolve().parents[1] / "taguru_ray"
+    quoted = set()
+    for path in package.rglob("*.py"):
+        quoted |= set(re.findall(r'"((?:TAGURU|RAY)_[A-Z_]*[A-Z])"', path.read_text()))
+    assert quoted - {"TAGURU_EXTRACT_", "TAGURU_RAY_"} <= set(variables)
+
+
+def test_the_lease_and_progress_periods_are_settings() -> None:
+    s = settings()
+    assert (s.scale.lease_seconds, s.records.progress_seconds) == (60, None)
+    s = settings(env={"TAGURU_RAY_LEASE_SECONDS": "2.5", "TAGURU_RAY_PROGRESS_SECONDS": "0.5"})
+    assert (s.scale.lease_seconds, s.records.progress_seconds) == (2.5, 0.5)
+    for bad in ("0", "-1", "soon", "nan", "inf"):
+        assert usage(env={"TAGURU_RAY_LEASE_SECONDS": bad}).startswith(
+            "TAGURU_RAY_LEASE_SECONDS: needs a positive number of seconds"
+        )
+    assert usage(env={"TAGURU_RAY_PROGRESS_SECONDS": "x"}).startswith(
+        "TAGURU_RAY_PROGRESS_SECONDS: needs a positive"
+    )
+
+
+def test_secrets_stay_out_of_every_rendering_of_the_settings() -> None:
+    s = settings(env={"TAGURU_EXTRACT_API_KEY": "sk-secret", "TAGURU_EXTRACT_REDACT_KEY": "pass"})
+    assert (s.transport.api_key, s.input.redact_key) == ("sk-secret", "pass")
+    for text in (repr(s), str(s), repr(s.transport), repr(s.input)):
+        assert "sk-secret" not in text and "pass" not in text.replace("passage", "")
+
+
+def test_a_setting_given_by_its_flat_name_lands_in_its_group() -> None:
+    s = Settings.of(paths=("d",), out="o", context=CONTEXT, model="m", carryover=0, workers=3)
+    assert (s.prompt.carryover, s.scale.workers, s.transport.model) == (0, 3, "m")
+    with pytest.raises(ValueError):
+        Settings.of(paths=("d",), out="o", context=CONTEXT, model="m", carryovr=0)
+
+
+def test_optional_value_flags_take_only_their_words() -> None:
+    flags = parse_flags(["--redact", "docs", "--progress", "lines", "more"])
+    assert (flags["redact"], flags["progress"], flags["paths"]) == (
+        "both",
+        "lines",
+        ["docs", "more"],
+    )
+    flags = parse_flags(["--progress", "--redact", "pii", "docs"])
+    assert (flags["redact"], flags["progress"], flags["paths"]) == ("pii", "bar", ["docs"])
+    assert parse_flags(["--no-progress", "d"])["progress"] == "off"

@@ -12,9 +12,12 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from taguru_ray.errors import EXIT_INTERRUPTED, EXIT_USAGE, MESSAGE_PREFIX, TaguruRayError
+
+if TYPE_CHECKING:
+    from taguru_ray.settings.knob import Declared
 
 HELP_HINT = " — try 'taguru-ray extract --help'"
 
@@ -43,7 +46,22 @@ class _Once(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
+GROUP_TITLES: dict[str, str | None] = {
+    "source": None,  # the main block
+    "run": None,
+    "input": "reading a segment",
+    "prompt": "the prompt",
+    "ladder": "the answer ladder",
+    "transport": "the endpoint",
+    "scale": "Ray and scale",
+    "records": "records and replay",
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The flags, each from its setting's declaration (`taguru_ray.settings.groups`)."""
+    from taguru_ray.settings import declarations
+
     parser = _Parser(
         prog="taguru-ray extract",
         description="Extract Taguru source files from .md/.txt segments with an "
@@ -51,152 +69,82 @@ def build_parser() -> argparse.ArgumentParser:
         "TAGURU_EXTRACT_URL and TAGURU_EXTRACT_MODEL (and TAGURU_EXTRACT_API_KEY).",
         allow_abbrev=False,
     )
-    add = parser.add_argument
-    add("paths", nargs="*", metavar="PATH", help="segment files or folders of .md/.txt files")
-    add("--out", action=_Once, metavar="DIR", help="where source files and records go (required)")
-    add("--context", action=_Once, metavar="ID", help="target context, a lowercase UUID (required)")
-    add("--name", action=_Once, help="attach a create block naming the context")
-    add("--description", action=_Once, metavar="TEXT", help="the create block's description")
-    add(
-        "--source-id",
-        dest="source_id",
-        action=_Once,
-        metavar="ID",
-        help="write ID (or ID/<stem> for several segments) as the header's source",
-    )
-    add("--date", action=_Once, metavar="WHEN", help="YYYY-MM-DD or epoch seconds, on the passage")
-    add("--tag", dest="tags", action="append", metavar="TAG", help="tag the source (repeatable)")
-    add("--no-passage", dest="no_passage", action="store_true", help="omit the body text")
-    add("--dry-run", dest="dry_run", action="store_true", help="list what would extract or skip")
-    add("--force", action="store_true", help="re-extract segments the manifest calls unchanged")
-    add("--config", action=_Once, metavar="FILE", help="read KEY=VALUE environment from FILE")
-    add("--parallel", action=_Once, metavar="N", help="chunk completions at once per segment")
-    add(
-        "--chunk-bytes",
-        dest="chunk_bytes",
-        action=_Once,
-        metavar="N",
-        help="segment bytes per model call (default 24576, at least 512)",
-    )
-    add(
-        "--diagnostics-out",
-        dest="diagnostics_out",
-        action=_Once,
-        metavar="FILE",
-        help="write a JSONL sidecar of run/chunk/attempt/segment records",
-    )
-    add("--questions", action=_Once, metavar="N")
-    add("--fact-budget", dest="fact_budget", action=_Once, metavar="N")
-    add("--structured-output", dest="structured_output", action=_Once, metavar="MODE")
-    add("--max-output-tokens", dest="max_output_tokens", action=_Once, metavar="N")
-    add("--chunk-context", dest="chunk_context", action=_Once, metavar="MODE")
-    add("--lossy", action="store_const", const=True, default=None)
-    add("--candidates", action="store_const", const=True, default=None)
-    add("--coverage", action="store_const", const=True, default=None)
-    add("--redact", action=_Once, metavar="GROUP")
-    add("--redact-rules", dest="redact_rules", action=_Once, metavar="FILE")
-    add("--vocabulary", action=_Once, metavar="PATH")
-    add("--schema", action=_Once, metavar="FILE")
-    add("--replay", action=_Once, metavar="MODE")
-    add("--replay-from", dest="replay_from", action=_Once, metavar="DIR")
-    add(
-        "--resume-from",
-        dest="resume_from",
-        action=_Once,
-        metavar="STEP",
-        help="redo segments, satisfying the steps before STEP from the attempts log",
-    )
-    add("--steps", action="store_true", help="print the pipeline's step table and exit")
-    add(
-        "--carryover",
-        action=_Once,
-        metavar="N",
-        help="offer each chunk the last N names earlier chunks settled on (0 = off)",
-    )
-    add(
-        "--gleanings",
-        action=_Once,
-        metavar="N",
-        help="N more passes per chunk asking what the answer missed (0 = off)",
-    )
-    ray = parser.add_argument_group("Ray and scale")
-    ray.add_argument("--address", action=_Once, help="a Ray cluster to join (default: start one)")
-    ray.add_argument(
-        "--segment-window",
-        dest="segment_window",
-        action=_Once,
-        metavar="W",
-        help="segment i sees labels of segments 0..i-W (default 8; 1 = sequential)",
-    )
-    ray.add_argument(
-        "--max-inflight",
-        dest="max_inflight",
-        action=_Once,
-        metavar="N|auto",
-        help="completions in flight across the whole run (default 32); auto finds the "
-        "endpoint's knee",
-    )
-    ray.add_argument(
-        "--endpoint",
-        dest="endpoints",
-        action="append",
-        metavar="URL",
-        help="an OpenAI-compatible endpoint (repeatable: balanced by least in flight); "
-        "replaces TAGURU_EXTRACT_URL",
-    )
-    ray.add_argument("--rpm", action=_Once, metavar="N", help="requests per minute ceiling")
-    ray.add_argument("--tpm", action=_Once, metavar="N", help="estimated tokens per minute")
-    ray.add_argument(
-        "--progress",
-        action=_Once,
-        metavar="MODE",
-        nargs="?",
-        const="bar",
-        help="auto (default: a bar on a terminal, plain lines otherwise), bar, lines",
-    )
-    ray.add_argument(
-        "--no-progress",
-        dest="progress",
-        action="store_const",
-        const="off",
-        help="no progress display",
-    )
-    ray.add_argument(
-        "--workers", action=_Once, metavar="N", help="segment worker actors (default 2)"
-    )
-    ray.add_argument(
-        "--worker-resource",
-        dest="worker_resource",
-        action=_Once,
-        metavar="NAME",
-        help="place segment workers only on nodes declaring this custom resource",
+    sections: dict[str, Any] = {}
+    for declared in declarations():
+        knob = declared.knob
+        if knob.flag is None and knob.form != "positional":
+            continue
+        title = GROUP_TITLES[declared.group]
+        section: Any = parser
+        if title is not None:
+            section = sections.setdefault(title, parser.add_argument_group(title))
+        text = _help(declared)
+        if knob.form == "positional":
+            section.add_argument(declared.name, nargs="*", metavar=knob.metavar, help=text)
+            continue
+        action: Any = {"switch": "store_const", "repeat": "append"}.get(knob.form, _Once)
+        extra = {"const": True} if knob.form == "switch" else {"metavar": knob.metavar}
+        section.add_argument(knob.flag, dest=declared.name, action=action, help=text, **extra)
+        if knob.negation:
+            section.add_argument(
+                knob.negation,
+                dest=declared.name,
+                action="store_const",
+                const=knob.negated,
+                help=f"the same as {knob.flag} {knob.negated}",
+            )
+    parser.add_argument(
+        "--steps", action="store_true", help="print the pipeline's step table and exit"
     )
     return parser
 
 
-def _normalise_redact(argv: Sequence[str]) -> list[str]:
-    """``--redact`` takes an optional group; only ``secrets``/``pii`` are consumed as one."""
+def _help(declared: Declared) -> str:
+    """The declaration's help, with its default and its variable."""
+    knob = declared.knob
+    said = []
+    if declared.required and knob.form != "positional":
+        said.append("required")
+    elif knob.shown is not None:
+        said.append(f"default {knob.shown}")
+    elif declared.default not in (None, False, (), ""):
+        said.append(f"default {declared.default}")
+    if knob.env:
+        said.append(f"or {knob.env}")
+    text = knob.help.replace("%", "%%")
+    return f"{text} ({'; '.join(said)})" if said else text
+
+
+def _normalise_optional(argv: Sequence[str]) -> list[str]:
+    """A flag whose value is optional (``--redact``, ``--progress``) consumes the next
+    word only when it is one of the words it takes; alone, it means its bare value."""
+    from taguru_ray.settings import declarations
+
+    optional = {d.knob.flag: d.knob for d in declarations() if d.knob.form == "optional"}
     out: list[str] = []
     items = list(argv)
     i = 0
     while i < len(items):
         token = items[i]
-        if token == "--redact":
-            nxt = items[i + 1] if i + 1 < len(items) else None
-            if nxt in ("secrets", "pii"):
-                out.append(f"--redact={nxt}")
-                i += 2
-                continue
-            out.append("--redact=both")
-        else:
+        if token == "--":
+            out.extend(items[i:])
+            break
+        knob = optional.get(token)
+        if knob is None:
             out.append(token)
+        elif i + 1 < len(items) and items[i + 1] in knob.takes:
+            out.append(f"{token}={items[i + 1]}")
+            i += 1
+        else:
+            out.append(f"{token}={knob.bare}")
         i += 1
     return out
 
 
 def parse_flags(argv: Sequence[str]) -> dict[str, Any]:
     parser = build_parser()
-    namespace = parser.parse_args(_normalise_redact(argv))
+    # Operands may sit among the flags (``docs/ --progress lines more/``).
+    namespace = parser.parse_intermixed_args(_normalise_optional(argv))
     return vars(namespace)
 
 

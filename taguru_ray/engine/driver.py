@@ -36,9 +36,9 @@ def dry_run(settings: Settings, console: Console) -> int:
     """Plan every segment: calls nothing, writes nothing, takes no lock."""
     for line in settings.notes:
         console.err(f"{MESSAGE_PREFIX}{line}")
-    settings, inputs = load_run_inputs(settings)  # the digests are fingerprint inputs
-    out = OutDir(settings.out)
-    sources = expand(settings.paths)
+    inputs = load_run_inputs(settings)  # the digests are fingerprint inputs
+    out = OutDir(settings.source.out)
+    sources = expand(settings.source.paths)
     manifest, note = Manifest.load(out)
     if note:
         console.err(f"{FAILURE_PREFIX}{note}")
@@ -51,7 +51,7 @@ def dry_run(settings: Settings, console: Console) -> int:
             console.err(f"{FAILURE_PREFIX}{source}: {scanned.refusal}")
             tally.failed += 1
             continue
-        skippable = not settings.force and not settings.bypasses_store
+        skippable = not settings.run.force and not settings.records.bypasses_store
         if skippable and manifest.unchanged(source, scanned.inputs, existing):
             console.out(skip_line(source))
             tally.unchanged += 1
@@ -59,19 +59,21 @@ def dry_run(settings: Settings, console: Console) -> int:
         segment, redactions = redact_segment(
             read_segment(source, scanned.data), inputs.redaction, inputs.redact_key
         )
-        _, chunks = plan_segment(settings.chunk_context, segment.paragraphs, settings.chunk_bytes)
+        _, chunks = plan_segment(
+            settings.prompt.chunk_context, segment.paragraphs, settings.input.chunk_bytes
+        )
         masked = sum(1 for found in redactions if not found.preexisting)
-        fingerprint = checkpoint_fingerprint(settings, segment.sha256)
+        fingerprint = checkpoint_fingerprint(settings, inputs.digests, segment.sha256)
         reusable = (
             0
-            if settings.force
+            if settings.run.force
             else count_reusable(out, source, fingerprint, [chunk.sha256 for chunk in chunks])
         )
-        extra = f", {masked} redaction(s)" if settings.redact else ""
+        extra = f", {masked} redaction(s)" if settings.input.redact else ""
         extra += f", {reusable} reusable from checkpoint" if reusable else ""
         console.out(
             f"{source}: would extract ({segment.bytes} bytes, {len(chunks)} chunk(s){extra}) "
-            f"→ {join(settings.out, output_name(source))}"
+            f"→ {join(settings.source.out, output_name(source))}"
         )
         tally.planned += 1
     console.out(
@@ -83,9 +85,9 @@ def dry_run(settings: Settings, console: Console) -> int:
 
 def unmasked_note(settings: Settings) -> str | None:
     """Said once, before the first segment is read: text is about to leave the machine."""
-    if settings.redact:
+    if settings.input.redact:
         return None
-    remote = [host for host in map(_host, settings.endpoints) if not _loopback(host)]
+    remote = [host for host in map(_host, settings.transport.endpoints) if not _loopback(host)]
     if not remote:
         return None
     return (
@@ -170,28 +172,28 @@ def _reachable(address: str) -> None:
 
 def extract(settings: Settings, console: Console) -> int:
     """A real run: lock --out, start or join Ray, extract, summarise."""
-    if settings.dry_run:
+    if settings.run.dry_run:
         return dry_run(settings, console)
     for line in settings.notes:
         console.err(f"{MESSAGE_PREFIX}{line}")
-    settings, inputs = load_run_inputs(settings)  # before the lock: nothing written yet
+    inputs = load_run_inputs(settings)  # before the lock: nothing written yet
     note = unmasked_note(settings)
     if note:
         console.err(note)
-    out = OutDir(settings.out)
-    sources = expand(settings.paths)
+    out = OutDir(settings.source.out)
+    sources = expand(settings.source.paths)
     try:
         out.ensure()
     except LinkRefused as error:
         raise StartupError(str(error)) from None
     except OSError as error:
-        raise StartupError(f"--out {settings.out}: cannot create it ({error})") from None
-    with lock_for(out, console.err) as lock:
+        raise StartupError(f"--out {settings.source.out}: cannot create it ({error})") from None
+    with lock_for(out, console.err, settings.scale.lease_seconds) as lock:
         run = ExtractRun(settings, console, out, sources, inputs, lock)
         # Reading and the skips of unchanged segments go on while Ray starts.
         run.start_reading()
         try:
-            started = start_ray(settings.address)
+            started = start_ray(settings.scale.address)
             try:
                 return asyncio.run(run.run())
             finally:

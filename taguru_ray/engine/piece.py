@@ -24,6 +24,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from taguru_ray.contract.records import Record, attempt_ref
+from taguru_ray.contract.records.attempts import (
+    AttemptRecord,
+    EscalateMove,
+    MoveRecord,
+    RunawayMove,
+)
 from taguru_ray.llm.client import Completion, CompletionRequest
 from taguru_ray.llm.ladder import (
     JSON_OBJECT,
@@ -252,9 +258,9 @@ async def _ladder_step(
     if ladder.runaway_ratio and answer_bytes > ladder.runaway_ratio * piece_bytes:
         await wire.on_move(
             move_record(
+                RunawayMove,
                 policy.run_id,
                 spec,
-                "runaway",
                 f"a {answer_bytes} B answer cut off for a {piece_bytes} B piece is over "
                 f"{ladder.runaway_ratio}× its input — a runaway; no escalation, no split",
                 piece_bytes=piece_bytes,
@@ -267,9 +273,9 @@ async def _ladder_step(
         shown = higher if higher is not None else "no cap"
         await wire.on_move(
             move_record(
+                EscalateMove,
                 policy.run_id,
                 spec,
-                "escalate",
                 f"the answer was cut off at max_tokens {lap.budget}; resending once at {shown}",
                 from_max_tokens=lap.budget,
                 to_max_tokens=higher,
@@ -318,9 +324,9 @@ async def _escalate_once(
     higher = policy.ladder.escalated(budget)
     await wire.on_move(
         move_record(
+            EscalateMove,
             policy.run_id,
             spec,
-            "escalate",
             f"{what} was cut off at max_tokens {budget}; resending once at "
             f"{higher if higher is not None else 'no cap'}",
             from_max_tokens=budget,
@@ -338,17 +344,13 @@ async def _seq_of(completion: Completion, wire: Wire) -> int:
     return await wire.next_seq()
 
 
-def move_record(run_id: str, spec: PieceSpec, move: str, reason: str, **fields: Any) -> Record:
+def move_record(
+    move: type[MoveRecord], run_id: str, spec: PieceSpec, reason: str, **fields: Any
+) -> Record:
     """An attempts-log `move` record (ADR 0029): what the ladder did, in the stderr's words."""
-    return {
-        "type": "move",
-        "move": move,
-        "run_id": run_id,
-        "piece_id": spec.piece_id,
-        "chunk_index": spec.piece.index,
-        "reason": reason,
-        **fields,
-    }
+    return move(
+        run_id=run_id, piece_id=spec.piece_id, chunk_index=spec.piece.index, reason=reason, **fields
+    ).record()
 
 
 def _ask(verdict: _Verdict, policy: LoopPolicy) -> str:
@@ -448,15 +450,14 @@ def _attempt_record(
     gleans: Record | None = None,
 ) -> Record:
     """The attempts-log record; the sidecar's is derived from it by the recorder."""
-    record: Record = {"type": "attempt", "run_id": policy.run_id, "attempt_seq": seq}
-    if corrects is not None:
-        record["corrects"] = corrects
-    if gleans is not None:
-        record["gleans"] = gleans
-    if completion.replayed_from is not None:
-        record["replayed_from"] = completion.replayed_from
     removed: list[Any] = [r.text for r in (*verdict.removed, *verdict.dropped)]
-    record.update(
+    engaged = policy.ladder.engaged
+    return AttemptRecord(
+        run_id=policy.run_id,
+        attempt_seq=seq,
+        corrects=corrects,
+        gleans=gleans,
+        replayed_from=completion.replayed_from,
         piece_id=spec.piece_id,
         source=spec.source,
         chunk_index=spec.piece.index,
@@ -468,11 +469,8 @@ def _attempt_record(
         transport_retries=completion.transport_retries,
         elapsed_seconds=round(completion.elapsed_seconds, 3),
         requested_max_tokens=request.max_tokens,
-    )
-    if policy.ladder.engaged:
-        record["rung"] = rung
-        record["piece_bytes"] = spec.piece.bytes
-    record.update(
+        rung=rung if engaged else None,
+        piece_bytes=spec.piece.bytes if engaged else None,
         finish_reason=completion.finish_reason,
         input_tokens=completion.input_tokens,
         output_tokens=completion.output_tokens,
@@ -482,8 +480,7 @@ def _attempt_record(
         parse_error=verdict.parse_error,
         validation_issues=list(verdict.issues) or None,
         removed_items=removed if verdict.clean and removed else None,
-    )
-    return record
+    ).record()
 
 
 def _logged_message(message: dict[str, str]) -> dict[str, str]:

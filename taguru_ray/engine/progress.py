@@ -9,7 +9,6 @@ and an ETA from the rate segments have been finishing at.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -56,6 +55,7 @@ class Progress:
     total: int
     stream: TextIO = field(default_factory=lambda: sys.stderr)
     clock: Callable[[], float] = time.monotonic
+    every: float | None = None  # seconds between updates; None: the mode's own
     started: float = field(init=False)
     _last_tokens: int = 0
     _last_time: float = field(init=False)
@@ -66,7 +66,7 @@ class Progress:
     def __post_init__(self) -> None:
         self.started = self._last_time = self._last_line = self.clock()
         default = BAR_EVERY_SECONDS if self.mode == "bar" else LINES_EVERY_SECONDS
-        self.interval = float(os.environ.get("TAGURU_RAY_PROGRESS_SECONDS", default))
+        self.interval = default if self.every is None else self.every
 
     def status(
         self, done: int, written: int, failed: int, skipped: int, stats: dict[str, Any]

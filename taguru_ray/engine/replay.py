@@ -25,13 +25,20 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from taguru_ray.contract.records import Record
+from taguru_ray.contract.records import Record, attempt_ref
+from taguru_ray.contract.records.attempts import (
+    AttemptRecord,
+    SegmentAttempts,
+    SettingsRecord,
+    SystemRecord,
+)
+from taguru_ray.contract.records.typed import Stage, State
 from taguru_ray.llm.client import Completion, CompletionRequest
 
 Key = tuple[tuple[tuple[str, str], ...], int | None]
-LIVE_STATES = {"timeout", "transport"}  # no answer arrived: nothing to serve
+LIVE_STATES = {State.TIMEOUT, State.TRANSPORT}  # no answer arrived: nothing to serve
 # The stages sent the extraction system prompt (an overview ask has its own, never pinned).
-PINNED_STAGES = ("item", "cross_chunk", "gleaning")
+PINNED_STAGES = (Stage.ITEM, Stage.CROSS_CHUNK, Stage.GLEANING)
 
 
 def conversation_key(messages: list[dict[str, Any]], max_tokens: int | None) -> Key:
@@ -61,12 +68,12 @@ def _system_digest(messages: list[Any]) -> str | None:
 class ReplayBook:
     """One segment's recorded completions, read from its attempts log."""
 
-    answers: dict[Key, Record] = field(default_factory=dict)
+    answers: dict[Key, AttemptRecord] = field(default_factory=dict)
     systems: dict[str, str] = field(default_factory=dict)  # sha256 -> content
     system_runs: dict[str, str] = field(default_factory=dict)  # sha256 -> run_id recorded in
     # piece id -> the system prompt (sha256) its latest recorded extraction attempt was sent
     piece_systems: dict[str, str] = field(default_factory=dict)
-    settings: Record | None = None  # the last settings record
+    settings: SettingsRecord | None = None  # the last settings record
     unreadable_lines: int = 0
 
     @staticmethod
@@ -81,25 +88,28 @@ class ReplayBook:
             except ValueError:
                 book.unreadable_lines += 1  # a torn last line of a killed run
                 continue
-            kind = record.get("type")
-            if kind == "segment":
-                run_id = str(record.get("run_id", ""))
-            elif kind == "settings":
-                book.settings = record
-            elif kind == "system" and isinstance(record.get("content"), str):
-                digest = str(record.get("sha256"))
-                book.systems.setdefault(digest, record["content"])
-                book.system_runs.setdefault(digest, run_id)
-            elif kind == "attempt" and record.get("state") not in LIVE_STATES:
-                key = conversation_key(
-                    record.get("messages") or [], record.get("requested_max_tokens")
-                )
-                book.answers[key] = record  # the latest recording of a conversation wins
-            if kind == "attempt" and record.get("stage") in PINNED_STAGES:
-                digest = _system_digest(record.get("messages") or [])
-                if digest is not None and isinstance(record.get("piece_id"), str):
-                    book.piece_systems[record["piece_id"]] = digest
+            if not isinstance(record, dict):
+                book.unreadable_lines += 1
+                continue
+            if segment := SegmentAttempts.read(record):
+                run_id = segment.run_id
+            elif settings := SettingsRecord.read(record):
+                book.settings = settings
+            elif system := SystemRecord.read(record):
+                book.systems.setdefault(system.sha256, system.content)
+                book.system_runs.setdefault(system.sha256, run_id)
+            elif attempt := AttemptRecord.read(record):
+                book.add(attempt)
         return book
+
+    def add(self, attempt: AttemptRecord) -> None:
+        if attempt.state not in LIVE_STATES:
+            key = conversation_key(attempt.messages, attempt.requested_max_tokens)
+            self.answers[key] = attempt  # the latest recording of a conversation wins
+        if attempt.stage in PINNED_STAGES:
+            digest = _system_digest(attempt.messages)
+            if digest is not None:
+                self.piece_systems[attempt.piece_id] = digest
 
     def piece_system(self, piece_id: str) -> tuple[str, str] | None:
         """(content, run_id) of the system prompt the piece was recorded under."""
@@ -132,16 +142,13 @@ class Replayer:
             self.replayed += 1
             return Completion(
                 outcome="answer",
-                text=record.get("answer"),
-                finish_reason=record.get("finish_reason"),
-                input_tokens=record.get("input_tokens"),
-                output_tokens=record.get("output_tokens"),
-                total_tokens=record.get("total_tokens"),
+                text=record.answer,
+                finish_reason=record.finish_reason,
+                input_tokens=record.input_tokens,
+                output_tokens=record.output_tokens,
+                total_tokens=record.total_tokens,
                 elapsed_seconds=0.0,
-                replayed_from={
-                    "run_id": record.get("run_id"),
-                    "attempt_seq": record.get("attempt_seq"),
-                },
+                replayed_from=attempt_ref(record.run_id, record.attempt_seq),
             )
         if self.mode == "strict" or self.live is None:
             return Completion(
@@ -153,13 +160,14 @@ class Replayer:
         return await self.live(request)
 
 
-def settings_differences(recorded: Record | None, current: Record) -> list[str]:
+def settings_differences(recorded: SettingsRecord | None, current: Record) -> list[str]:
     """``fact_budget 0 → 3`` for every field the recorded settings record names differently."""
     if recorded is None:
         return []
+    before = recorded.record()
     return [
-        f"{key} {json.dumps(recorded[key], ensure_ascii=False)} → "
+        f"{key} {json.dumps(before[key], ensure_ascii=False)} → "
         f"{json.dumps(value, ensure_ascii=False)}"
         for key, value in current.items()
-        if key not in ("type",) and key in recorded and recorded[key] != value
+        if key != "type" and key in before and before[key] != value
     ]

@@ -7,6 +7,7 @@ Formats are CONTRACT.md section 6's (report and failure lines) and section
 from __future__ import annotations
 
 from taguru_ray.contract.records import Record
+from taguru_ray.contract.records.sidecar import ProviderMetadata, SidecarAttempt
 from taguru_ray.errors import MESSAGE_PREFIX
 from taguru_ray.pipeline.merge import Extraction
 from taguru_ray.pipeline.plan import Piece
@@ -18,41 +19,36 @@ FAILURE_PREFIX = MESSAGE_PREFIX
 def sidecar_attempt(record: Record, raw_bytes: int) -> Record:
     """The diagnostics sidecar's view of an attempt: metadata, raw text only when opted in."""
     answered = record["state"] not in ("timeout", "transport")
-    keys = (
-        "run_id",
-        "attempt_seq",
-        "piece_id",
-        "source",
-        "stage",
-        "chunk_index",
-        "attempt",
-        "max_attempts",
-        "state",
-        "length_limited",
-        "elapsed_seconds",
-    )
-    sidecar: Record = {"type": "attempt", **{key: record[key] for key in keys}}
-    sidecar["provider_metadata"] = (
-        {
-            "finish_reason": record["finish_reason"],
-            "input_tokens": record["input_tokens"],
-            "output_tokens": record["output_tokens"],
-            "total_tokens": record["total_tokens"],
-        }
+    ladder = "piece_bytes" in record  # the escalation ladder only
+    return SidecarAttempt(
+        run_id=record["run_id"],
+        attempt_seq=record["attempt_seq"],
+        piece_id=record["piece_id"],
+        source=record["source"],
+        stage=record["stage"],
+        chunk_index=record["chunk_index"],
+        attempt=record["attempt"],
+        max_attempts=record["max_attempts"],
+        state=record["state"],
+        length_limited=record["length_limited"],
+        elapsed_seconds=record["elapsed_seconds"],
+        provider_metadata=ProviderMetadata(
+            finish_reason=record["finish_reason"],
+            input_tokens=record["input_tokens"],
+            output_tokens=record["output_tokens"],
+            total_tokens=record["total_tokens"],
+        )
         if answered
-        else None
-    )
-    sidecar["parse_error"] = record["parse_error"]
-    sidecar["validation_issues"] = record["validation_issues"]
-    if record.get("removed_items"):
-        sidecar["removed_items"] = record["removed_items"]
-    if "piece_bytes" in record:  # the escalation ladder only
-        sidecar["piece_bytes"] = record["piece_bytes"]
-        if record["requested_max_tokens"] is not None:
-            sidecar["requested_max_tokens"] = record["requested_max_tokens"]
-    if raw_bytes > 0 and record.get("answer") is not None:
-        sidecar["response_text"] = capped(record["answer"], raw_bytes)
-    return sidecar
+        else None,
+        parse_error=record["parse_error"],
+        validation_issues=record["validation_issues"],
+        removed_items=record.get("removed_items"),
+        piece_bytes=record["piece_bytes"] if ladder else None,
+        requested_max_tokens=record["requested_max_tokens"] if ladder else None,
+        response_text=capped(record["answer"], raw_bytes)
+        if raw_bytes > 0 and record.get("answer") is not None
+        else None,
+    ).record()
 
 
 def capped(text: str, limit: int) -> str:

@@ -86,8 +86,12 @@ class ExtractRun:
         self.sources = sources
         self.run_id = new_run_id()
         self.tally = Tally(total=len(sources))
-        self.window = SegmentWindow(settings.segment_window, self._existing_contribution)
-        self.progress = Progress(mode_for(settings.progress, sys.stderr), len(sources))
+        self.window = SegmentWindow(settings.scale.segment_window, self._existing_contribution)
+        self.progress = Progress(
+            mode_for(settings.records.progress, sys.stderr),
+            len(sources),
+            every=settings.records.progress_seconds,
+        )
         self.console = Console(self._above(console.out), self._above(console.err))
         self.report = OrderedReport(self.console.out, self.console.err)
         self.manifest = Manifest(out, {})  # replaced by the loaded one before any skip
@@ -100,8 +104,8 @@ class ExtractRun:
         self._limit_changes_seen = 0
         self._unsent: list[tuple[int, Contribution]] = []  # failed segments, for the ledger
         self._used: set[int] = set()  # workers that were handed a segment
-        self._skippable = not settings.force and not settings.bypasses_store
-        self._coverage = settings.coverage
+        self._skippable = not settings.run.force and not settings.records.bypasses_store
+        self._coverage = settings.records.coverage
         self._seed: Contribution | None = None
         self._readers: ThreadPoolExecutor | None = None
         self._handover = threading.Event()
@@ -127,7 +131,11 @@ class ExtractRun:
 
         settings = self.settings
         self.start_reading()  # a no-op when the driver started it before Ray
-        limit = settings.max_inflight if isinstance(settings.max_inflight, int) else None
+        limit = (
+            settings.transport.max_inflight
+            if isinstance(settings.transport.max_inflight, int)
+            else None
+        )
         # The run's state (permits, rung, claims, the sidecar) lives beside the driver —
         # on a cluster, the head node — never on a spot worker that may vanish.
         node = ray.get_runtime_context().get_node_id()
@@ -143,31 +151,31 @@ class ExtractRun:
         # gateway hands the reference out (inside a list, so it stays a reference).
         inputs_ref = self.inputs_ref = ray.put(self.inputs)  # the driver owns the copy
         self.gateway = Gateway.options(**here("gateway")).remote(
-            list(settings.endpoints),
+            list(settings.transport.endpoints),
             limit,
-            settings.rpm,
-            settings.tpm,
+            settings.transport.rpm,
+            settings.transport.tpm,
             await self._resolve_rung(),
             [inputs_ref],
         )
-        self.ledger = Ledger.options(**here("ledger")).remote(settings.commit_order == "name")
+        self.ledger = Ledger.options(**here("ledger")).remote(settings.scale.commit_order == "name")
         if isinstance(self.lock, LeaseLock):
             self.ledger.set_deadline.remote(self.lock.write_deadline)
         if self._seed is not None:
             await self.ledger.settle.remote([(CONTEXT_INDEX, self._seed)])
         diagnostics = (
             DiagnosticsWriter.options(**here("diagnostics")).remote(
-                settings.diagnostics_out, self.run_id, dict(settings.storage_env)
+                settings.records.diagnostics_out, self.run_id, dict(settings.storage_env)
             )
-            if settings.diagnostics_out
+            if settings.records.diagnostics_out
             else None
         )
         self.workers = [
             SegmentWorker.options(**self._worker_placement()).remote(i, settings, self.run_id)
-            for i in range(settings.workers)
+            for i in range(settings.scale.workers)
         ]
         self.batches = [WorkerBatches(worker) for worker in self.workers]
-        self.watchdog = Watchdog(self.workers, settings.worker_hang_secs, self.console.err)
+        self.watchdog = Watchdog(self.workers, settings.scale.worker_hang_secs, self.console.err)
         self._trap_signals()
         # The early settling hands over at its next segment; the loop goes on from there.
         self._handover.set()
@@ -197,17 +205,16 @@ class ExtractRun:
                 await diagnostics.close.remote()
             except ray.exceptions.RayError as error:
                 self.store_failed = True
-                self.console.err(
-                    f"{FAILURE_PREFIX}could not finish {self.settings.diagnostics_out} ({error})"
-                )
+                sidecar = self.settings.records.diagnostics_out
+                self.console.err(f"{FAILURE_PREFIX}could not finish {sidecar} ({error})")
         return await self._summary()
 
     def _worker_placement(self) -> dict[str, Any]:
         """Spread the segment workers; `--worker-resource` keeps them on the nodes
         that declare it (the spot workers of `cluster/`)."""
         placement: dict[str, Any] = {"scheduling_strategy": "SPREAD"}
-        if self.settings.worker_resource:
-            placement["resources"] = {self.settings.worker_resource: 0.01}
+        if self.settings.scale.worker_resource:
+            placement["resources"] = {self.settings.scale.worker_resource: 0.01}
         return placement
 
     def start_reading(self) -> None:
@@ -373,21 +380,21 @@ class ExtractRun:
     async def _resolve_rung(self) -> str | None:
         """The run's starting rung: none off the ladder, the pinned one, or `auto`'s probe."""
         settings = self.settings
-        if settings.structured_output == "auto":
+        if settings.ladder.structured_output == "auto":
             async with open_session() as http:
                 client = ChatClient(
                     http,
-                    list(settings.endpoints),
-                    settings.model,
-                    api_key=settings.api_key,
-                    timeout_secs=settings.timeout_secs,
+                    list(settings.transport.endpoints),
+                    settings.transport.model,
+                    api_key=settings.transport.api_key,
+                    timeout_secs=settings.transport.timeout_secs,
                 )
                 rung, why = await probe(client.complete)
             self.console.err(f"{FAILURE_PREFIX}structured output: auto resolved to {rung} ({why})")
             return rung
-        if settings.structured_output in PINNED:
-            return PINNED[settings.structured_output]
-        return PROMPTED if settings.max_output_tokens else None
+        if settings.ladder.structured_output in PINNED:
+            return PINNED[settings.ladder.structured_output]
+        return PROMPTED if settings.ladder.max_output_tokens else None
 
     async def _extract(self, job: SegmentJob) -> None:
         outcome = await self._run_on_a_worker(job)
@@ -533,7 +540,7 @@ class ExtractRun:
         """The progress display, and a line each time the adaptive limit moves."""
         while True:
             await asyncio.sleep(0.5)
-            if not self.progress.due() and self.settings.max_inflight != "auto":
+            if not self.progress.due() and self.settings.transport.max_inflight != "auto":
                 continue
             try:
                 stats = await self.gateway.stats.remote()

@@ -1,25 +1,22 @@
-"""The run's inputs read for the settings that name them, their digests set back in.
+"""The run's inputs, read for the settings that name them.
 
-`store.run_inputs` reads the files; the digests are compute inputs, so the
-settings the run fingerprints segments with carry them.
+`store.run_inputs` reads the files; what they hash to travels in the
+`RunInputs` (`digests`), beside the settings, into every fingerprint.
 """
 
 from __future__ import annotations
-
-import dataclasses
 
 from taguru_ray.settings import Settings
 from taguru_ray.store.run_inputs import RunInputs, read_run_inputs
 
 
-def load_run_inputs(settings: Settings) -> tuple[Settings, RunInputs]:
-    """Read the inputs the settings name; the settings come back with their digests."""
-    inputs, digests = read_run_inputs(
-        vocabulary=settings.vocabulary,
-        schema=settings.schema,
-        redact=settings.redact,
-        redact_rules=settings.redact_rules,
-        redact_key=settings.redact_key,
-        chunk_context=settings.chunk_context,
+def load_run_inputs(settings: Settings) -> RunInputs:
+    """Read the inputs the settings name (--vocabulary, --schema, --redact-rules)."""
+    return read_run_inputs(
+        vocabulary=settings.prompt.vocabulary,
+        schema=settings.prompt.schema_file,
+        redact=settings.input.redact,
+        redact_rules=settings.input.redact_rules,
+        redact_key=settings.input.redact_key,
+        chunk_context=settings.prompt.chunk_context,
     )
-    return dataclasses.replace(settings, **dataclasses.asdict(digests)), inputs

@@ -27,7 +27,7 @@ from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.settings import Settings, compute_inputs
 from taguru_ray.store.inputs import read_source
 from taguru_ray.store.outdir import OutDir
-from taguru_ray.store.run_inputs import RunInputs
+from taguru_ray.store.run_inputs import InputDigests, RunInputs
 from taguru_ray.text.redact import Rule, scan_answer_text
 
 
@@ -76,7 +76,7 @@ def scan(
     inputs: RunInputs | None = None,
 ) -> Scanned:
     """Read and hash a segment; under --redact the hash is its masked text's (`read`)."""
-    ident = written_id(source, settings.source_id, several)
+    ident = written_id(source, settings.source.source_id, several)
     if inputs is not None and inputs.redaction:
         # The path is in every prompt and record: one that holds what --redact masks
         # (an e-mail address in a file name) is refused, never sent.
@@ -112,8 +112,9 @@ def scan(
         return Scanned(index, source, ident, refusal=f"cannot read it ({error})")
     except SegmentRefused as refusal:
         return Scanned(index, source, ident, refusal=str(refusal))
-    inputs = compute_inputs(settings, digest, ident, output_name(source))
-    return Scanned(index, source, ident, data, inputs)
+    digests = inputs.digests if inputs is not None else InputDigests()
+    entry = compute_inputs(settings, digests, digest, ident, output_name(source))
+    return Scanned(index, source, ident, data, entry)
 
 
 def skip_line(source: str) -> str:

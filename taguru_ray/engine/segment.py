@@ -18,6 +18,16 @@ from dataclasses import dataclass, field
 
 from taguru_ray.contract.names import attempts_name, inspect_command, join, output_name
 from taguru_ray.contract.records import Record, dumps_lines
+from taguru_ray.contract.records.attempts import (
+    DemoteMove,
+    ReplayRecord,
+    ReplaySummary,
+    SegmentAttempts,
+    SplitMove,
+    SystemRecord,
+)
+from taguru_ray.contract.records.checkpoint import CheckpointUnit
+from taguru_ray.contract.records.sidecar import SidecarSegment
 from taguru_ray.contract.source_file import SourceFileError
 from taguru_ray.engine.chunk_context import (
     OVERVIEW_MODES,
@@ -86,7 +96,7 @@ from taguru_ray.settings import (
     Settings,
     checkpoint_fingerprint,
     compute_inputs,
-    settings_record_fields,
+    settings_record,
 )
 from taguru_ray.store.outdir import TRACE
 from taguru_ray.store.run_inputs import RunInputs
@@ -129,21 +139,21 @@ class _Run:
 
     @property
     def batch_path(self) -> str:
-        return join(self.settings.out, output_name(self.job.source))
+        return join(self.settings.source.out, output_name(self.job.source))
 
     @property
     def ladder(self) -> LadderConfig:
-        s = self.settings
+        s = self.settings.ladder
         return LadderConfig.of(
             s.structured_output, s.max_output_tokens, s.escalation_factor, s.runaway_ratio
         )
 
     def policy(self) -> LoopPolicy:
-        s = self.settings
+        s = self.settings.ladder
         return LoopPolicy(
             s.max_attempts,
             s.corrective_context_bytes,
-            s.fact_budget,
+            self.settings.prompt.fact_budget,
             self.run_id,
             s.lossy,
             self.ladder,
@@ -154,7 +164,7 @@ class _Run:
             piece=piece,
             source=self.job.source,
             conversation=Conversation(self.system_of(piece), self.user(piece)),
-            rules=Rules(len(self.segment.paragraphs), self.settings.questions),
+            rules=Rules(len(self.segment.paragraphs), self.settings.prompt.questions),
             haystack=Haystack(haystack_text(self.block_text(piece), piece.text)),
             offered=self.offered,
         )
@@ -163,7 +173,7 @@ class _Run:
         """This run's system prompt for the piece's chunk, or under replay the one the
         recording sent this piece (or its chunk's unsplit piece)."""
         computed = self.chunk_systems.get(piece.index, self.system)
-        if self.model.replay is None or not self.settings.pin_system:
+        if self.model.replay is None or not self.settings.records.pin_system:
             return computed
         book = self.model.replay.book
         found = book.piece_system(piece.sha256)
@@ -209,7 +219,7 @@ class _Run:
             self.completions += 1
             await self.recorder.log(record)
             await self.recorder.sidecar(
-                [sidecar_attempt(record, self.settings.diagnostics_raw_bytes)]
+                [sidecar_attempt(record, self.settings.records.diagnostics_raw_bytes)]
             )
 
         async def on_move(record: Record) -> None:
@@ -244,14 +254,20 @@ async def extract_segment(
     segment, redactions = redact_segment(segment, run_inputs.redaction, run_inputs.redact_key)
     if redactions:
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {stderr_summary(redactions)}")
-    inputs = compute_inputs(settings, segment.sha256, job.written_id, output_name(job.source))
-    fingerprint = checkpoint_fingerprint(settings, segment.sha256)
+    inputs = compute_inputs(
+        settings, run_inputs.digests, segment.sha256, job.written_id, output_name(job.source)
+    )
+    fingerprint = checkpoint_fingerprint(settings, run_inputs.digests, segment.sha256)
     # Replay and --resume-from read no checkpoint: a cached unit was validated under
     # whichever rules ran then, which is what a replay after a rule change must not reuse.
-    resume, note = recorder.load(fingerprint, discard=settings.force or settings.bypasses_store)
+    resume, note = recorder.load(
+        fingerprint, discard=settings.run.force or settings.records.bypasses_store
+    )
     if note:
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {note}")
-    found, chunks = plan_segment(settings.chunk_context, segment.paragraphs, settings.chunk_bytes)
+    found, chunks = plan_segment(
+        settings.prompt.chunk_context, segment.paragraphs, settings.input.chunk_bytes
+    )
     steering = steering_for(job, settings, run_inputs, segment.text)
     system, pinned_from, pin_notes = system_for(steering, settings, model)
     outcome.notes.extend(f"{FAILURE_PREFIX}{job.source}: {n}" for n in pin_notes)
@@ -274,7 +290,7 @@ async def extract_segment(
     except Stopped:
         run.interrupted = True
     pieces = await _run_chunks(run) if not run.interrupted else []
-    if not run.failures and not run.interrupted and not settings.lossy:
+    if not run.failures and not run.interrupted and not settings.ladder.lossy:
         try:
             await _reconcile(run, pieces)
         except Stopped:
@@ -325,22 +341,22 @@ async def extract_segment(
     for note in await recorder.finish(source_bytes, trace_bytes):
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {note}")
     outcome.counts = counts(extraction, pieces)
-    if settings.redact:
+    if settings.input.redact:
         outcome.counts["redacted"] = sum(1 for found in redactions if not found.preexisting)
     outcome.counts["uncovered"] = len(gaps)
-    if settings.carryover:
+    if settings.prompt.carryover:
         outcome.counts["carryover_names"] = sum(len(pairs) for pairs in run.carry.values())
-    if settings.gleanings:
+    if settings.ladder.gleanings:
         outcome.counts["gleaning_passes"] = run.gleaning_passes
         outcome.counts["failed_gleanings"] = run.failed_gleanings
     await recorder.sidecar(
-        [{"type": "segment", "source": job.source, **outcome.counts, "batch_path": run.batch_path}]
+        [SidecarSegment(source=job.source, **outcome.counts, batch_path=run.batch_path).record()]
     )
     if model.replay is not None:
         replayer = model.replay
         total = replayer.replayed + replayer.went_live
         await recorder.log(
-            {"type": "replay_summary", "replayed": replayer.replayed, "live": replayer.went_live}
+            ReplaySummary(replayed=replayer.replayed, live=replayer.went_live).record()
         )
         outcome.notes.append(
             f"{FAILURE_PREFIX}{job.source}: replayed {replayer.replayed}/"
@@ -352,36 +368,29 @@ async def extract_segment(
         job.source,
         run.batch_path,
         outcome.counts,
-        passage=not settings.no_passage,
-        questions=settings.questions > 0,
-        lossy=settings.lossy,
+        passage=not settings.source.no_passage,
+        questions=settings.prompt.questions > 0,
+        lossy=settings.ladder.lossy,
     )
     outcome.contribution = contribution
     return outcome
 
 
 async def _head_records(run: _Run) -> list[Record]:
-    settings_record: Record = {"type": "settings", **settings_record_fields(run.settings)}
-    if run.ladder.engaged:
-        settings_record["rung"] = await run.model.rung.current()
+    rung = await run.model.rung.current() if run.ladder.engaged else None
+    settings = settings_record(run.settings, run.inputs.digests, rung).record()
     records = [
-        {
-            "type": "segment",
-            "run_id": run.run_id,
-            "source": run.job.source,
-            "segment_sha256": run.segment.sha256,
-            "resumed": bool(run.resume.units),
-        },
-        settings_record,
+        SegmentAttempts(
+            run_id=run.run_id,
+            source=run.job.source,
+            segment_sha256=run.segment.sha256,
+            resumed=bool(run.resume.units),
+        ).record(),
+        settings,
     ]
     if run.model.replay is not None:
-        records.append(
-            {
-                "type": "replay",
-                "mode": run.model.replay.mode,
-                "replay_from": run.settings.replay_dir(),
-            }
-        )
+        replay = ReplayRecord(mode=run.model.replay.mode, replay_from=run.settings.replay_dir())
+        records.append(replay.record())
     return records
 
 
@@ -401,21 +410,21 @@ def _state_from_unit(chunk: Chunk, unit: Record) -> PieceState:
 
 
 def _unit_of(state: PieceState) -> Record:
-    return {
-        "chunk_index": state.chunk_index,
-        "attempt": state.attempt,
-        "output": state.output.to_json(),
-        "user": state.user,
-        "answer": state.answer,
-        "removed": [r.to_json() for r in state.removed],
-        "unparsed": [r.to_json() for r in state.dropped],
-    }
+    return CheckpointUnit(
+        chunk_index=state.chunk_index,
+        attempt=state.attempt,
+        output=state.output.to_json(),
+        user=state.user,
+        answer=state.answer,
+        removed=[r.to_json() for r in state.removed],
+        unparsed=[r.to_json() for r in state.dropped],
+    ).record()
 
 
 async def _run_chunks(run: _Run) -> list[PieceState]:
     """Every accepted piece, in chunk order (incomplete when a chunk failed)."""
     # Carryover makes each chunk's prompt depend on the chunks before it: one at a time.
-    width = 1 if run.settings.carryover else run.settings.parallel
+    width = 1 if run.settings.prompt.carryover else run.settings.scale.parallel
     slots = asyncio.Semaphore(width)
     results: dict[int, list[PieceState]] = {}
 
@@ -423,9 +432,9 @@ async def _run_chunks(run: _Run) -> list[PieceState]:
         async with slots:
             if run.failures or run.interrupted:
                 return  # no new claims once a chunk has failed, or the run stops
-            if run.settings.carryover:
+            if run.settings.prompt.carryover:
                 earlier = [s.output for i in sorted(results) for s in results[i]]
-                pairs = carried(earlier, run.settings.carryover)
+                pairs = carried(earlier, run.settings.prompt.carryover)
                 run.carry[chunk.index] = pairs
                 if pairs:
                     blocks = (*run.steering.blocks, render_carryover(pairs))
@@ -457,14 +466,14 @@ async def _descend(run: _Run, piece: Piece) -> list[PieceState]:
         except PieceFailed as failure:
             raise PieceFailed(str(failure), piece) from None
         if isinstance(result, Accepted):
-            if run.settings.gleanings:
+            if run.settings.ladder.gleanings:
                 gleaned = await glean(
                     run.spec(piece),
                     run.policy(),
                     run.wire(piece),
                     rung,
                     result,
-                    run.settings.gleanings,
+                    run.settings.ladder.gleanings,
                 )
                 run.gleaning_passes += gleaned.passes
                 run.failed_gleanings += gleaned.failed
@@ -473,7 +482,7 @@ async def _descend(run: _Run, piece: Piece) -> list[PieceState]:
         if await _demoted(run, piece, result):
             continue  # the piece restarts at the ladder's top, on the lower rung
         if result.kind == "runaway":
-            ratio = run.settings.runaway_ratio
+            ratio = run.settings.ladder.runaway_ratio
             raise PieceFailed(
                 f"a runaway answer: {result.answer_bytes} B cut off for a {piece.bytes} B "
                 f"piece, over {ratio}× its input (TAGURU_EXTRACT_RUNAWAY_RATIO) — the model is "
@@ -501,9 +510,9 @@ async def _descend_split(
         spec = run.spec(piece)
         await run.wire(piece).on_move(
             move_record(
+                SplitMove,
                 run.run_id,
                 spec,
-                "split",
                 f"{reason}; splitting the {piece.bytes} B piece at {cap} B into {len(subs)} pieces",
                 piece_bytes=piece.bytes,
                 split_cap=cap,
@@ -535,7 +544,7 @@ async def _demoted(run: _Run, piece: Piece, result: Exhausted) -> bool:
         )
         await run.recorder.log(
             move_record(
-                run.run_id, run.spec(piece), "demote", reason, from_rung=result.rung, to_rung=now
+                DemoteMove, run.run_id, run.spec(piece), reason, from_rung=result.rung, to_rung=now
             )
         )
         run.note(piece, reason)
@@ -545,7 +554,8 @@ async def _demoted(run: _Run, piece: Piece, result: Exhausted) -> bool:
 def _floor_message(run: _Run, piece: Piece, result: Exhausted) -> str:
     if result.kind == "timeout":
         return (
-            f"timed out after {run.settings.timeout_secs:g} s and the {piece.bytes} B piece is "
+            f"timed out after {run.settings.transport.timeout_secs:g} s and the {piece.bytes} B "
+            "piece is "
             "too small to split — raise TAGURU_EXTRACT_TIMEOUT_SECS or lower --chunk-bytes"
         )
     return (
@@ -614,7 +624,7 @@ async def _reconcile(run: _Run, pieces: list[PieceState]) -> None:
 
 async def _chunk_context(run: _Run) -> None:
     """--chunk-context: the overview pass (overview, ingested), then every chunk's block."""
-    mode = run.settings.chunk_context
+    mode = run.settings.prompt.chunk_context
     if mode == "off":
         return
     merged = None
@@ -625,7 +635,7 @@ async def _chunk_context(run: _Run) -> None:
             run.resume.overview,
             lambda chunk, opening: _ask_overview(run, chunk, opening),
             run.recorder.save_overview,
-            1 if run.settings.carryover else run.settings.parallel,
+            1 if run.settings.prompt.carryover else run.settings.scale.parallel,
         )
         for chunk, note in done.notes:
             run.note(chunk, note)
@@ -643,7 +653,7 @@ async def _chunk_context(run: _Run) -> None:
         run.chunks,
         run.units,
         run.segment.paragraphs,
-        run.settings.chunk_bytes,
+        run.settings.input.chunk_bytes,
         merged,
         known,
         run.steering.candidates,
@@ -667,14 +677,8 @@ async def _log_system(run: _Run, system: str) -> None:
     digest = system_sha256(system)
     if digest not in run.logged_systems:
         run.logged_systems.add(digest)
-        await run.recorder.log(
-            {
-                "type": "system",
-                "sha256": digest,
-                "bytes": len(system.encode("utf-8")),
-                "content": system,
-            }
-        )
+        size = len(system.encode("utf-8"))
+        await run.recorder.log(SystemRecord(sha256=digest, bytes=size, content=system).record())
 
 
 def _merge(run: _Run, pieces: list[PieceState]) -> Extraction:
@@ -690,10 +694,15 @@ def _write(
     extraction = merged if merged is not None else _merge(run, pieces)
     rendered = render(
         extraction,
-        HeaderFields(run.job.written_id, settings.context, settings.name, settings.description),
-        None if settings.no_passage else run.segment.text,
-        settings.date,
-        settings.tags,
+        HeaderFields(
+            run.job.written_id,
+            settings.source.context,
+            settings.source.name,
+            settings.source.description,
+        ),
+        None if settings.source.no_passage else run.segment.text,
+        settings.source.date,
+        settings.source.tags,
     )
     facts = SegmentFacts(
         run.run_id,
@@ -713,12 +722,12 @@ def _write(
     trace = trace_records(
         facts, run.chunks, pieces, run.segment.paragraphs, extraction, rendered.items
     )
-    first_item = 2 if settings.no_passage else 3  # after the header and the passage
+    first_item = 2 if settings.source.no_passage else 3  # after the header and the passage
     findings = answer_leaks(rendered.items, run.inputs.redaction, first_item)
     if findings:
         raise Leaked(findings)
     gaps: list[Gap] = []
-    if settings.coverage:
+    if settings.records.coverage:
         gaps = uncovered(run.segment.paragraphs, (a for a, _ in extraction.associations))
         trace.extend(uncovered_records(gaps, run.segment.paragraphs, run.chunks))
     return extraction, rendered.data, dumps_lines(trace), gaps
@@ -726,7 +735,9 @@ def _write(
 
 def _merge_rules(run: _Run) -> MergeRules:
     settings = run.settings
-    return MergeRules(len(run.segment.paragraphs), settings.questions, not settings.no_passage)
+    return MergeRules(
+        len(run.segment.paragraphs), settings.prompt.questions, not settings.source.no_passage
+    )
 
 
 class Leaked(Exception):
@@ -762,7 +773,7 @@ def _failure_line(run: _Run, chunk_index: int) -> str:
         )
     pointers = []
     if run.recorder.attempts_log_exists():
-        log = join(run.settings.out, f"{TRACE}/{attempts_name(run.job.source)}")
+        log = join(run.settings.source.out, f"{TRACE}/{attempts_name(run.job.source)}")
         pointers.append(f" — records: {log} ({inspect_command(log, piece.sha256)})")
     if run.recorder.sidecar_path:
         pointers.append(f"{',' if pointers else ' —'} diagnostics: {run.recorder.sidecar_path}")

@@ -18,7 +18,7 @@ def steering_for(job: SegmentJob, settings: Settings, inputs: RunInputs, text: s
     (--vocabulary), the schema (its relations the run already uses first),
     then the segment's own names (--candidates).
     """
-    names = tuple(candidates(text)) if settings.candidates else ()
+    names = tuple(candidates(text)) if settings.prompt.candidates else ()
     offer = (
         schema_offer(inputs.schema, (use.label for use in job.vocabulary))
         if inputs.schema is not None
@@ -26,8 +26,8 @@ def steering_for(job: SegmentJob, settings: Settings, inputs: RunInputs, text: s
     )
     return Steering(
         job.vocabulary,
-        settings.questions,
-        settings.fact_budget,
+        settings.prompt.questions,
+        settings.prompt.fact_budget,
         blocks=(inputs.context_block, offer.text if offer else "", render_candidates(names)),
         context_names=inputs.context_names,
         schema=offer.to_json() if offer else None,
@@ -42,7 +42,7 @@ def system_for(
     it names. A log naming several (carryover, an overview pass, several runs) pins them
     piece by piece instead (`_Run.system_of`)."""
     system = system_prompt(steering)
-    if model.replay is None or not settings.pin_system:
+    if model.replay is None or not settings.records.pin_system:
         return system, None, []
     pinned = model.replay.book.pinned_system()
     if pinned is None:

@@ -25,6 +25,7 @@ import ray
 from taguru_ray import heap
 from taguru_ray.contract.names import attempts_name
 from taguru_ray.contract.records import Record
+from taguru_ray.contract.records.sidecar import RunRecord
 from taguru_ray.engine.batches import failed_outcome
 from taguru_ray.engine.commits import CommitBatches
 from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
@@ -71,10 +72,10 @@ class SegmentWorker:
         self._registered = False
         self._diagnostics = (
             ray.get_actor(run_actor_name(run_id, "diagnostics"))
-            if settings.diagnostics_out
+            if settings.records.diagnostics_out
             else None
         )
-        self._out = OutDir(settings.out)
+        self._out = OutDir(settings.source.out)
         # The run's write deadline (store/lease.py): the driver pushes each renewal's;
         # a local folder needs none.
         self._deadline = math.inf
@@ -95,10 +96,10 @@ class SegmentWorker:
         if self._client is None:
             self._client = ChatClient(
                 open_session(),
-                list(self._settings.endpoints),
-                self._settings.model,
-                api_key=self._settings.api_key,
-                timeout_secs=self._settings.timeout_secs,
+                list(self._settings.transport.endpoints),
+                self._settings.transport.model,
+                api_key=self._settings.transport.api_key,
+                timeout_secs=self._settings.transport.timeout_secs,
                 admission=self._admission,
             )
         return self._client
@@ -176,23 +177,23 @@ class SegmentWorker:
             StoreRecorder(
                 self._out,
                 job.source,
-                trace_attempts=self._settings.trace_attempts,
+                trace_attempts=self._settings.records.trace_attempts,
                 sidecar=emit if self._diagnostics is not None else None,
-                sidecar_path=self._settings.diagnostics_out,
+                sidecar_path=self._settings.records.diagnostics_out,
             )
         )
 
         async def commit(proposal: Proposal) -> Verdict | None:
             return await self._commits.commit(job.index, proposal)
 
-        live = self._chat().complete if self._settings.endpoints else None
+        live = self._chat().complete if self._settings.transport.endpoints else None
         model = Model(
             live or _no_endpoint,
             self._admission.next_attempt_seq,
             commit,
             GatewayRung(self._gateway, self._admission),
         )
-        mode = self._settings.replay_mode
+        mode = self._settings.records.replay_mode
         if mode != "off":
             book = await asyncio.to_thread(_read_book, self._settings.replay_dir(), job.source)
             replayer = Replayer(book, mode, live)
@@ -251,7 +252,7 @@ class DiagnosticsWriter:
     def __init__(self, path: str, run_id: str, storage_env: dict[str, str]) -> None:
         os.environ.update(storage_env)  # the sidecar may live on the same object store
         self._sidecar = Sidecar(path)
-        self._sidecar.write([{"type": "run", "run_id": run_id}])
+        self._sidecar.write([RunRecord(run_id=run_id).record()])
 
     def write(self, records: list[Record]) -> None:
         self._sidecar.write(records)

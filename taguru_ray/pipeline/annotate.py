@@ -46,6 +46,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from taguru_ray.contract.records import Record
+from taguru_ray.contract.records.trace import ChunkContextTrace
 from taguru_ray.pipeline.plan import BLOCK_SEPARATOR, Chunk
 from taguru_ray.pipeline.structure import TITLE_LEVEL, Unit, one_line, position_path
 from taguru_ray.text.paragraphs import Paragraph
@@ -99,22 +100,18 @@ class ContextBlock:
 
     def record(self, chunk_index: int) -> Record:
         """CONTRACT.md section 4.1 item 5: cast/known/synopsis and overlap only when present."""
-        record: Record = {
-            "type": "chunk_context",
-            "chunk_index": chunk_index,
-            "sha256": self.sha256,
-            "bytes": self.bytes,
-            "position": list(self.position),
-            "references": list(self.references),
-        }
-        for key, value in (("cast", self.cast), ("known", self.known)):
-            if value:
-                record[key] = list(value)
-        if self.synopsis:
-            record["synopsis"] = list(self.synopsis)
-        if self.overlap_paragraphs is not None:
-            record["overlap_paragraphs"] = list(self.overlap_paragraphs)
-        return record
+        overlap = self.overlap_paragraphs
+        return ChunkContextTrace(
+            chunk_index=chunk_index,
+            sha256=self.sha256,
+            bytes=self.bytes,
+            position=list(self.position),
+            references=list(self.references),
+            cast=tuple(self.cast),
+            known=tuple(self.known),
+            synopsis=tuple(self.synopsis),
+            overlap_paragraphs=list(overlap) if overlap is not None else None,
+        ).record()
 
 
 def first_line(chunk_index: int, chunk_total: int) -> str:

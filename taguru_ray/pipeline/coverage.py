@@ -37,6 +37,7 @@ from itertools import chain
 
 from taguru_ray.contract.items import Association
 from taguru_ray.contract.records import Record
+from taguru_ray.contract.records.trace import UncoveredTrace
 from taguru_ray.errors import MESSAGE_PREFIX
 from taguru_ray.pipeline.plan import Chunk
 from taguru_ray.text.candidates import candidates
@@ -200,13 +201,12 @@ def uncovered_records(
             (c for c in chunks if c.paragraph_first <= gap.paragraph <= c.paragraph_last), None
         )
         records.append(
-            {
-                "type": "uncovered",
-                "paragraph": gap.paragraph,
-                "sentence": gap.sentence,
-                "text": texts.get(gap.paragraph, ""),
-                "chunk_index": owner.index if owner is not None else None,
-                "chunk_sha256": owner.sha256 if owner is not None else None,
-            }
+            UncoveredTrace(
+                paragraph=gap.paragraph,
+                sentence=gap.sentence,
+                text=texts.get(gap.paragraph, ""),
+                chunk_index=owner.index if owner is not None else None,
+                chunk_sha256=owner.sha256 if owner is not None else None,
+            ).record()
         )
     return records

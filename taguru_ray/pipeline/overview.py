@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from taguru_ray.contract.records import Record
+from taguru_ray.contract.records.trace import CastMember, OverviewTrace, UnitSummary
 from taguru_ray.pipeline.plan import Chunk
 from taguru_ray.pipeline.structure import TITLE_LEVEL, Unit, one_line
 
@@ -56,12 +57,11 @@ class Overview:
 
     def record(self, chunk_index: int) -> Record:
         """The trace's `overview` record (CONTRACT.md section 4.1 item 5)."""
-        return {
-            "type": "overview",
-            "chunk_index": chunk_index,
-            "units": [{"unit": unit, "summary": summary} for unit, summary in self.units],
-            "cast": [{"name": name, "gloss": gloss} for name, gloss in self.cast],
-        }
+        return OverviewTrace(
+            chunk_index=chunk_index,
+            units=[UnitSummary(unit=unit, summary=summary) for unit, summary in self.units],
+            cast=[CastMember(name=name, gloss=gloss) for name, gloss in self.cast],
+        ).record()
 
 
 def opening_units(units: Sequence[Unit], chunk: Chunk) -> list[Unit]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from taguru_ray.contract.items import Alias
 from taguru_ray.contract.records import Record
+from taguru_ray.contract.records.trace import AliasItem, AssociationItem, QuestionItem
 from taguru_ray.contract.source_file import Header, Passage, SourceFile, render_source_file
 from taguru_ray.pipeline.merge import Extraction
 
@@ -60,33 +61,23 @@ def render(
     items: list[Record] = []
     for question, piece_id in extraction.questions:
         items.append(
-            {
-                "type": "item",
-                "item": "question",
-                "paragraph": question.paragraph,
-                "question": question.question,
-                "piece_id": piece_id,
-            }
+            QuestionItem(
+                paragraph=question.paragraph, question=question.question, piece_id=piece_id
+            ).record()
         )
     for association, piece_id in extraction.associations:
         items.append(
-            {
-                "type": "item",
-                "item": "association",
-                "subject": association.subject,
-                "label": association.label,
-                "object": association.object,
-                "piece_id": piece_id,
-            }
+            AssociationItem(
+                subject=association.subject,
+                label=association.label,
+                object=association.object,
+                piece_id=piece_id,
+            ).record()
         )
     for alias, piece_id in aliases:
         items.append(
-            {
-                "type": "item",
-                "item": alias.kind,
-                "alias": alias.alias,
-                "canonical": alias.canonical,
-                "piece_id": piece_id,
-            }
+            AliasItem(
+                item=alias.kind, alias=alias.alias, canonical=alias.canonical, piece_id=piece_id
+            ).record()
         )
     return Rendered(render_source_file(source), items)

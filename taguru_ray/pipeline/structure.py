@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from taguru_ray.contract.records import Record
+from taguru_ray.contract.records.trace import StructureTrace
 from taguru_ray.text.char_classes import is_alphabetic
 from taguru_ray.text.paragraphs import WHITE_SPACE, Paragraph
 
@@ -93,14 +94,13 @@ class Unit:
 
     def record(self) -> Record:
         """The trace's ``structure`` record (CONTRACT.md section 4.1, item 4)."""
-        return {
-            "type": "structure",
-            "unit": self.unit,
-            "level": self.level,
-            "heading": self.heading,
-            "paragraph_first": self.paragraph_first,
-            "paragraph_last": self.paragraph_last,
-        }
+        return StructureTrace(
+            unit=self.unit,
+            level=self.level,
+            heading=self.heading,
+            paragraph_first=self.paragraph_first,
+            paragraph_last=self.paragraph_last,
+        ).record()
 
 
 def one_line(text: str) -> str:

@@ -13,6 +13,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taguru_ray.contract.records import Record
+from taguru_ray.contract.records.trace import (
+    CarryoverName,
+    CarryoverTrace,
+    ChunkRecord,
+    LossTrace,
+    PieceTrace,
+    RedactionTrace,
+    SegmentTrace,
+    SteeringTrace,
+)
 from taguru_ray.pipeline.annotate import ContextBlock
 from taguru_ray.pipeline.mechanical import Removal
 from taguru_ray.pipeline.merge import Extraction, Loss
@@ -47,32 +57,26 @@ class SegmentFacts:
 
 def redaction_record(found: Redaction) -> Record:
     """By rule and paragraph, never by content: the matched text is nowhere in it."""
-    record: Record = {
-        "type": "redaction",
-        "rule": found.rule,
-        "paragraph": found.paragraph,
-        "placeholder": found.placeholder,
-        "bytes": found.bytes,
-    }
-    if found.preexisting:
-        record["preexisting"] = True
-    return record
+    return RedactionTrace(
+        rule=found.rule,
+        paragraph=found.paragraph,
+        placeholder=found.placeholder,
+        bytes=found.bytes,
+        preexisting=True if found.preexisting else None,
+    ).record()
 
 
 def chunk_record(chunk: Chunk, source: str | None = None) -> Record:
     """The `chunk` record; the sidecar's carries the source, the trace's does not."""
-    record: Record = {"type": "chunk"}
-    if source is not None:
-        record["source"] = source
-    record.update(
+    return ChunkRecord(
+        source=source,
         chunk_index=chunk.index,
         chunk_total=chunk.total,
         chunk_sha256=chunk.sha256,
         chunk_bytes=chunk.bytes,
         paragraph_first=chunk.paragraph_first,
         paragraph_last=chunk.paragraph_last,
-    )
-    return record
+    ).record()
 
 
 def trace_records(
@@ -84,36 +88,33 @@ def trace_records(
     items: list[Record],
 ) -> list[Record]:
     records: list[Record] = [
-        {
-            "type": "segment",
-            "run_id": facts.run_id,
-            "source": facts.source,
-            "segment_sha256": facts.segment_sha256,
-            "batch_path": facts.batch_path,
-            "chunk_total": len(chunks),
-        },
+        SegmentTrace(
+            run_id=facts.run_id,
+            source=facts.source,
+            segment_sha256=facts.segment_sha256,
+            batch_path=facts.batch_path,
+            chunk_total=len(chunks),
+        ).record(),
         *(redaction_record(found) for found in facts.redactions),
-        {
-            "type": "steering",
-            "chunk_index": None,
-            "candidates": list(facts.steering.candidates),
-            "system_sha256": facts.system_sha256,
-            **({"pinned_from": facts.pinned_from} if facts.pinned_from else {}),
-            "vocabulary": [use.to_json() for use in facts.steering.vocabulary],
-            "context_names": list(facts.steering.context_names),
-            "schema": facts.steering.schema,
-        },
+        SteeringTrace(
+            candidates=list(facts.steering.candidates),
+            system_sha256=facts.system_sha256,
+            pinned_from=facts.pinned_from or None,
+            vocabulary=[use.to_json() for use in facts.steering.vocabulary],
+            context_names=list(facts.steering.context_names),
+            schema=facts.steering.schema,
+        ).record(),
     ]
     for index in sorted(facts.carryover):
         records.append(
-            {
-                "type": "steering",
-                "chunk_index": index,
-                "system_sha256": facts.chunk_systems.get(index, facts.system_sha256),
-                "carryover": [
-                    {"name": name, "type": kind or None} for name, kind in facts.carryover[index]
+            CarryoverTrace(
+                chunk_index=index,
+                system_sha256=facts.chunk_systems.get(index, facts.system_sha256),
+                carryover=[
+                    CarryoverName(name=name, type=kind or None)
+                    for name, kind in facts.carryover[index]
                 ],
-            }
+            ).record()
         )
     records.extend(unit.record() for unit in facts.units)
     for chunk in chunks:
@@ -128,17 +129,16 @@ def trace_records(
     for state in pieces:
         piece = state.piece
         records.append(
-            {
-                "type": "piece",
-                "piece_id": piece.sha256,
-                "chunk_index": piece.index,
-                "chunk_sha256": by_index[piece.index].sha256,
-                "piece_bytes": piece.bytes,
-                "paragraph_first": piece.paragraph_first,
-                "paragraph_last": piece.paragraph_last,
-                "reused": state.attempt is None or state.attempt.get("run_id") != facts.run_id,
-                "attempt": state.attempt,
-            }
+            PieceTrace(
+                piece_id=piece.sha256,
+                chunk_index=piece.index,
+                chunk_sha256=by_index[piece.index].sha256,
+                piece_bytes=piece.bytes,
+                paragraph_first=piece.paragraph_first,
+                paragraph_last=piece.paragraph_last,
+                reused=state.attempt is None or state.attempt.get("run_id") != facts.run_id,
+                attempt=state.attempt,
+            ).record()
         )
     records.extend(items)
     texts = _Texts(paragraphs, {state.piece.sha256: state.piece.text for state in pieces})
@@ -170,43 +170,38 @@ class _Texts:
         valid = isinstance(value, int) and not isinstance(value, bool)
         return value if valid and 0 <= value < len(self.paragraphs) else None
 
-    def place(self, record: Record, paragraph: int | None, piece_id: str) -> Record:
+    def text(self, paragraph: int | None, piece_id: str) -> str:
         """The original text an item was about: its cited paragraph, else the whole piece."""
         if paragraph is not None:
-            record["paragraph"] = paragraph
-            record["text"] = self.paragraphs[paragraph].text
-        else:
-            record["text"] = self.pieces.get(piece_id, "")
-        return record
+            return self.paragraphs[paragraph].text
+        return self.pieces.get(piece_id, "")
 
 
 def _removal_loss(reason: str, removal: Removal, piece: PieceState, texts: _Texts) -> Record:
     raw = removal.item
-    record: Record = {
-        "type": "loss",
-        "item": removal.kind,
-        "reason": reason,
-        "rule": removal.reason,
-        "path": removal.path,
-        "raw": raw,
-        "piece_id": piece.piece_id,
-        "attempt": piece.attempt,
-    }
     cited = texts.cited(raw.get("paragraph")) if isinstance(raw, dict) else None
-    return texts.place(record, cited, piece.piece_id)
+    return LossTrace(
+        item=removal.kind,
+        reason=reason,
+        rule=removal.reason,
+        path=removal.path,
+        raw=raw,
+        piece_id=piece.piece_id,
+        attempt=piece.attempt,
+        paragraph=cited,
+        text=texts.text(cited, piece.piece_id),
+    ).record()
 
 
 def _merge_loss(loss: Loss, attempt: Record | None, texts: _Texts) -> Record:
-    record: Record = {
-        "type": "loss",
-        "item": loss.item,
-        "reason": loss.reason,
-        "rule": loss.rule,
-        "raw": loss.raw,
-        "piece_id": loss.piece_id,
-        "attempt": attempt,
-    }
-    texts.place(record, loss.paragraph, loss.piece_id)
-    if loss.kept_piece_id is not None:
-        record["kept_piece_id"] = loss.kept_piece_id
-    return record
+    return LossTrace(
+        item=loss.item,
+        reason=loss.reason,
+        rule=loss.rule,
+        raw=loss.raw,
+        piece_id=loss.piece_id,
+        attempt=attempt,
+        paragraph=loss.paragraph,
+        text=texts.text(loss.paragraph, loss.piece_id),
+        kept_piece_id=loss.kept_piece_id,
+    ).record()

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from taguru_ray.contract.items import Association, Question
 from taguru_ray.contract.records import Record
+from taguru_ray.contract.records.trace import ParagraphTrace
 from taguru_ray.text.paragraphs import Paragraph
 
 
@@ -29,14 +30,13 @@ def paragraph_records(
     records: list[Record] = []
     for paragraph in paragraphs:
         items = cited[paragraph.index]
-        record: Record = {
-            "type": "paragraph",
-            "paragraph": paragraph.index,
-            "bytes": paragraph.bytes,
-            "items": items,
-            "covered": items > 0,
-        }
-        if items == 0:
-            record["text"] = paragraph.text
-        records.append(record)
+        records.append(
+            ParagraphTrace(
+                paragraph=paragraph.index,
+                bytes=paragraph.bytes,
+                items=items,
+                covered=items > 0,
+                text=paragraph.text if items == 0 else None,
+            ).record()
+        )
     return records

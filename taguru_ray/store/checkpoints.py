@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from taguru_ray.contract.names import checkpoint_name
+from taguru_ray.contract.records.checkpoint import CheckpointDocument
 from taguru_ray.store.outdir import CHECKPOINTS, OutDir
 
 
@@ -97,14 +98,13 @@ class Checkpoint:
         return stale
 
     def _write(self) -> None:
-        document: dict[str, Any] = {
-            "fingerprint": self.fingerprint,
-            "units": self.units,
-            "overview": self.overview,
-            "overview_digest": self.overview_digest,
-        }
-        if self.splits:
-            document["splits"] = self.splits
+        document = CheckpointDocument(
+            fingerprint=self.fingerprint,
+            units=self.units,
+            overview=self.overview,
+            overview_digest=self.overview_digest,
+            splits=self.splits,
+        ).record()
         data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         self._out.write(self._name, data)
 

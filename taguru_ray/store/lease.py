@@ -39,10 +39,9 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from taguru_ray.errors import MESSAGE_PREFIX, StartupError, UsageError
+from taguru_ray.errors import MESSAGE_PREFIX, StartupError
 from taguru_ray.store.outdir import LOCK, Fenced, OutDir
 
-LEASE_ENV = "TAGURU_RAY_LEASE_SECONDS"
 DEFAULT_LEASE_SECONDS = 60.0
 # Without a conditional write, how long to wait before reading a written lease
 # back: a racing writer's PUT lands within it, and the read-back then sees it.
@@ -232,20 +231,6 @@ def lease_store(out: OutDir) -> LeaseStore:
     return ReadBackLeaseStore(out)
 
 
-def lease_seconds(environ: dict[str, str] | None = None) -> float:
-    """The lease length: ``TAGURU_RAY_LEASE_SECONDS`` (tests shorten it), default 60."""
-    raw = (os.environ if environ is None else environ).get(LEASE_ENV, "").strip()
-    if not raw:
-        return DEFAULT_LEASE_SECONDS
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise UsageError(f"{LEASE_ENV}={raw!r}: give a positive number of seconds (default 60)")
-    return value
-
-
 def _utc(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -263,14 +248,14 @@ class LeaseLock:
         out: OutDir,
         say: Callable[[str], None],
         *,
-        seconds: float | None = None,
+        seconds: float = DEFAULT_LEASE_SECONDS,
         store: LeaseStore | None = None,
         on_lost: Callable[[], None] = _thread.interrupt_main,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._out = out
         self._say = say
-        self.seconds = lease_seconds() if seconds is None else seconds
+        self.seconds = seconds
         self._store = store if store is not None else lease_store(out)
         self._on_lost = on_lost
         self._clock = clock

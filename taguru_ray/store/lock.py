@@ -127,8 +127,9 @@ def _describe(text: str) -> str:
         return "holder unknown"
 
 
-def lock_for(out: OutDir, say: Callable[[str], None]) -> OutLock | LeaseLock:
-    """The lock that fits --out's backend (`say` prints a line to stderr)."""
+def lock_for(out: OutDir, say: Callable[[str], None], lease_seconds: float) -> OutLock | LeaseLock:
+    """The lock that fits --out's backend (`say` prints a line to stderr; an object
+    store's lease lasts `lease_seconds`)."""
     if out.local:
         return OutLock(out)
-    return LeaseLock(out, say)
+    return LeaseLock(out, say, seconds=lease_seconds)

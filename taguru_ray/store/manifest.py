@@ -30,33 +30,9 @@ import threading
 from collections.abc import Container, Iterator, Mapping, MutableMapping
 from typing import IO, Any
 
-from taguru_ray.contract.manifest_entry import MANIFEST_FIELDS
+from taguru_ray.contract.manifest_entry import ENTRY_DEFAULTS, MANIFEST_FIELDS
 from taguru_ray.contract.names import output_name
 from taguru_ray.store.outdir import MANIFEST, MANIFEST_JOURNAL, OutDir
-
-# Fields an older entry may lack; absent means the default run's value.
-ENTRY_DEFAULTS: dict[str, Any] = {
-    "context": "",
-    "questions_n": 0,
-    "no_passage": False,
-    "description": "",
-    "fact_budget": 0,
-    "structured_output": "",
-    "max_output_tokens": 0,
-    "escalation_factor": "",
-    "runaway_ratio": "",
-    "chunk_context": "",
-    "chunk_bytes": "",
-    "lossy": False,
-    "schema_digest": "",
-    "candidates": "",
-    "redaction": "",
-    "vocabulary_digest": "",
-    "source_id": "",
-    "date": 0,
-    "tags": [],
-}
-
 
 _ABSENT = object()
 _DERIVED = object()  # a row's output: the name output_name(source) gives

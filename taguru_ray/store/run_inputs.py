@@ -3,9 +3,9 @@
 Both are read once, on the driver, before the lock or any write: a file that
 cannot be used is a startup error (exit 1) naming the flag, the file and the
 fix, and an asked-for steering input never silently turns off. What they
-hash to joins the settings (`Settings.schema_digest`, `vocabulary_digest`,
-`ingested_digest`), so the manifest and checkpoint fingerprints — computed
-wherever a segment is scanned — see the content, not the path.
+hash to (`InputDigests`) travels with them, so the manifest and checkpoint
+fingerprints — computed wherever a segment is scanned — see the content, not
+the path.
 """
 
 from __future__ import annotations
@@ -45,6 +45,16 @@ from taguru_ray.text.redact import (
 
 
 @dataclass(frozen=True)
+class InputDigests:
+    """What the inputs hash to: compute inputs of every segment (the manifest's fields)."""
+
+    redaction_input: str = ""
+    vocabulary_digest: str = ""
+    ingested_digest: str = ""
+    schema_digest: str = ""
+
+
+@dataclass(frozen=True)
 class RunInputs:
     """What every segment of the run is steered and judged by; shipped once per worker."""
 
@@ -52,6 +62,7 @@ class RunInputs:
     schema: ContextSchema | None = None
     redaction: tuple[Rule, ...] = ()  # --redact: built-ins of the groups, then the file's
     redact_key: bytes = field(default=b"", repr=False)  # the placeholders' HMAC key
+    digests: InputDigests = InputDigests()  # compute inputs of every segment
 
     # Computed once per worker, not once per segment: an export holds many names.
     @cached_property
@@ -76,16 +87,6 @@ class RunInputs:
         return names
 
 
-@dataclass(frozen=True)
-class InputDigests:
-    """What the inputs hash to: compute inputs of every segment (the manifest's fields)."""
-
-    redaction_input: str = ""
-    vocabulary_digest: str = ""
-    ingested_digest: str = ""
-    schema_digest: str = ""
-
-
 def read_run_inputs(
     *,
     vocabulary: str | None,
@@ -94,8 +95,8 @@ def read_run_inputs(
     redact_rules: str | None,
     redact_key: str | None,
     chunk_context: str,
-) -> tuple[RunInputs, InputDigests]:
-    """Read the inputs the flags name, and what they hash to."""
+) -> RunInputs:
+    """Read the inputs the flags name, with what they hash to."""
     loaded_vocabulary = _vocabulary(vocabulary) if vocabulary else None
     loaded_schema = _schema(schema) if schema else None
     rules, redaction = _redaction(redact, redact_rules)
@@ -108,7 +109,7 @@ def read_run_inputs(
         else "",
         schema_digest=digest_of_schema(loaded_schema) if loaded_schema else "",
     )
-    return RunInputs(loaded_vocabulary, loaded_schema, rules, key), digests
+    return RunInputs(loaded_vocabulary, loaded_schema, rules, key, digests)
 
 
 def _redaction(redact: str, redact_rules: str | None) -> tuple[tuple[Rule, ...], str]:

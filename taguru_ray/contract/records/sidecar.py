@@ -1,0 +1,70 @@
+"""The diagnostics sidecar's records (CONTRACT.md section 4.3); its `chunk` is the
+trace's with the source (`trace.ChunkRecord`)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from taguru_ray.contract.records.typed import WHEN_NONEMPTY, WHEN_SET, Stage, State, Typed
+
+
+class RunRecord(Typed):
+    TYPE: ClassVar[str] = "run"
+    run_id: str
+
+
+class ProviderMetadata(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    finish_reason: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    total_tokens: int | None
+
+
+class SidecarAttempt(Typed):
+    """An attempt's metadata; the raw answer only when opted in, capped."""
+
+    TYPE: ClassVar[str] = "attempt"
+    run_id: str
+    attempt_seq: int
+    piece_id: str
+    source: str
+    stage: Stage
+    chunk_index: int
+    attempt: int
+    max_attempts: int
+    state: State
+    length_limited: bool
+    elapsed_seconds: float
+    provider_metadata: ProviderMetadata | None
+    parse_error: str | None
+    validation_issues: list[Any] | None
+    removed_items: Annotated[list[Any] | None, WHEN_NONEMPTY] = None
+    piece_bytes: Annotated[int | None, WHEN_SET] = None  # the ladder only
+    requested_max_tokens: Annotated[int | None, WHEN_SET] = None  # the ladder only
+    response_text: Annotated[str | None, WHEN_SET] = None
+
+
+class SidecarSegment(Typed):
+    """A written segment's counts; taguru-ray's own counters only when their feature ran."""
+
+    TYPE: ClassVar[str] = "segment"
+    source: str
+    associations: int
+    concepts: int
+    labels: int
+    questions: int
+    duplicates: int
+    dropped: int
+    removed: int
+    uncovered: int
+    redacted: Annotated[int | None, WHEN_SET] = None
+    carryover_names: Annotated[int | None, WHEN_SET] = None
+    gleaning_passes: Annotated[int | None, WHEN_SET] = None
+    failed_gleanings: Annotated[int | None, WHEN_SET] = None
+    batch_path: str
+
+
+SIDECAR_TYPES: tuple[type[Typed], ...] = (RunRecord, SidecarAttempt, SidecarSegment)

@@ -1,0 +1,81 @@
+"""The compute inputs of a segment, derived from the settings' declarations.
+
+A manifest entry (CONTRACT section 2) is the checkpoint fingerprint (section 3)
+plus the fields that name the written file. Each field comes from the
+declaration that feeds it (`Knob.compute`), from the run inputs' digests, or —
+for the segment's hash and the prompt version — from here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taguru_ray.contract.manifest_entry import CHECKPOINT_FIELDS, MANIFEST_FIELDS
+from taguru_ray.contract.records.attempts import SettingsRecord
+from taguru_ray.contract.records.typed import Rung
+from taguru_ray.settings.knob import Declared
+from taguru_ray.settings.model import Settings, declarations
+from taguru_ray.store.run_inputs import InputDigests
+
+# Our prompts are our own words, so our prompt version must never equal one the
+# reference writes: a manifest entry from `taguru extract` is not our answer.
+# 102: the --schema block joined the prompt (seed 000: the version moves with it).
+PROMPT_VERSION = 102
+
+
+def compute_declarations() -> dict[str, Declared]:
+    """Each compute field with the (first) setting that feeds it."""
+    feeding: dict[str, Declared] = {}
+    for declared in declarations():
+        if declared.knob.compute is not None:
+            feeding.setdefault(declared.knob.compute.field, declared)
+    return feeding
+
+
+def _field_values(settings: Settings, digests: InputDigests) -> dict[str, Any]:
+    found: dict[str, Any] = {"prompt_version": PROMPT_VERSION}
+    for field, declared in compute_declarations().items():
+        compute = declared.knob.compute
+        assert compute is not None
+        group = getattr(settings, declared.group)
+        value = getattr(group, declared.name)
+        if compute.own and value == declared.default:
+            continue
+        found[field] = value if compute.form is None else compute.form(settings, digests)
+    return found
+
+
+def checkpoint_fingerprint(
+    settings: Settings, digests: InputDigests, segment_sha256: str
+) -> dict[str, Any]:
+    """The compute inputs a checkpoint file is bound to (CONTRACT section 3)."""
+    found = _field_values(settings, digests)
+    found["sha256"] = segment_sha256
+    return {key: found[key] for key in CHECKPOINT_FIELDS if key in found}
+
+
+def compute_inputs(
+    settings: Settings,
+    digests: InputDigests,
+    segment_sha256: str,
+    written_id: str | None,
+    output: str,
+) -> dict[str, Any]:
+    """A manifest entry: the checkpoint fingerprint plus what names the written file."""
+    found = _field_values(settings, digests)
+    found.update(
+        sha256=segment_sha256,
+        source_id=written_id if settings.source.source_id is not None else "",
+        output=output,
+    )
+    return {key: found[key] for key in MANIFEST_FIELDS if key in found}
+
+
+def settings_record(
+    settings: Settings, digests: InputDigests, rung: Rung | None = None
+) -> SettingsRecord:
+    """The attempts log's `settings` record (a diagnostic snapshot, never a gate); `rung`
+    on the ladder only."""
+    found = _field_values(settings, digests)
+    fields = {key: found[key] for key in SettingsRecord.model_fields if key in found}
+    return SettingsRecord(**fields, rung=rung)

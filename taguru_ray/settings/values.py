@@ -1,0 +1,167 @@
+"""How a setting's text (a flag's argument, a variable's value) becomes its value.
+
+Each parser raises ValueError with the fix; `resolve` prefixes it with where the
+text came from (the flag, or the variable and the file it was in).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from collections.abc import Callable
+
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
+
+Parse = Callable[[str], object]
+
+
+def text(value: str) -> str:
+    return value
+
+
+def int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(value: str) -> int:
+        try:
+            number = int(value.strip())
+        except ValueError:
+            raise ValueError(f"needs an integer of at least {minimum}, got {value!r}") from None
+        if number < minimum:
+            raise ValueError(f"needs an integer of at least {minimum}, got {number}")
+        return number
+
+    return parse
+
+
+def int_between(low: int, high: int) -> Callable[[str], int]:
+    def parse(value: str) -> int:
+        try:
+            number = int(value.strip())
+        except ValueError:
+            raise ValueError(f"takes {low}..={high}, got {value!r}") from None
+        if not low <= number <= high:
+            raise ValueError(f"takes {low}..={high}, got {number}")
+        return number
+
+    return parse
+
+
+def seconds(value: str) -> float:
+    """A time budget: 0 means unlimited."""
+    try:
+        number = float(value.strip())
+    except ValueError:
+        raise ValueError(f"needs a number of seconds (0 = unlimited), got {value!r}") from None
+    if not number >= 0 or number == float("inf"):
+        raise ValueError(f"needs a finite number of seconds of at least 0, got {value!r}")
+    return number
+
+
+def positive_seconds(value: str) -> float:
+    """A period: above 0 and finite."""
+    try:
+        number = float(value.strip())
+    except ValueError:
+        number = float("nan")
+    if not 0 < number < float("inf"):
+        raise ValueError(f"needs a positive number of seconds, got {value!r}")
+    return number
+
+
+def boolish(value: str) -> bool:
+    word = value.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise ValueError(f"takes 1/true/yes/on or 0/false/no/off, got {value!r}")
+
+
+def choice(*choices: str) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        if value not in choices:
+            raise ValueError(f"takes one of {', '.join(choices)}, got {value!r}")
+        return value
+
+    return parse
+
+
+def credential(value: str) -> str | None:
+    """A key as pasted: surrounding whitespace (a trailing newline from a file) dropped;
+    a line break or control character inside would split the request's header, so it
+    is refused — without ever echoing the value."""
+    key = value.strip()
+    if any(char.isspace() or not char.isprintable() for char in key):
+        raise ValueError(
+            "holds a line break, a space or a control character inside (not shown) — set it "
+            "to the key alone"
+        )
+    return key or None
+
+
+def passphrase(value: str) -> str | None:
+    """A secret phrase (spaces allowed), trimmed; a control character inside is refused,
+    never echoed."""
+    phrase = value.strip()
+    if any(not char.isprintable() for char in phrase):
+        raise ValueError("holds a control character (not shown) — set it to the phrase alone")
+    return phrase or None
+
+
+def inflight(value: str) -> int | str:
+    if value.strip() == "auto":
+        return "auto"
+    try:
+        return int_at_least(1)(value)
+    except ValueError:
+        raise ValueError(f"takes a whole number of at least 1 or auto, got {value!r}") from None
+
+
+def progress(value: str) -> str:
+    word = value.strip().lower()
+    if word in ("auto", "bar", "lines", "off"):
+        return word
+    raise ValueError(f"takes auto, bar, lines or off, got {value!r}")
+
+
+def step(value: str) -> str:
+    from taguru_ray.pipeline.steps import STEP_NAMES
+
+    if value not in STEP_NAMES:
+        raise ValueError(f"takes one of: {', '.join(STEP_NAMES)}; got {value!r}")
+    return value
+
+
+def trace_attempts(value: str) -> bool:
+    # Seed 000: off/0/false/no disables the attempts log; anything else keeps it.
+    return value.strip().lower() not in {"off", "0", "false", "no"}
+
+
+def redact(value: str) -> str:
+    word = value.strip().lower()
+    if word in FALSE_WORDS:
+        return ""
+    if word in TRUE_WORDS or word == "both":
+        return "both"
+    if word in {"secrets", "pii"}:
+        return word
+    raise ValueError(f"takes 1/true (both groups), secrets, pii or 0/false, got {value!r}")
+
+
+def date(value: str) -> int:
+    """``YYYY-MM-DD`` (UTC midnight) or positive epoch-second digits."""
+    if value.isdigit():
+        epoch = int(value)
+        if epoch > 0:
+            return epoch
+        raise ValueError("takes YYYY-MM-DD (UTC midnight) or positive epoch seconds")
+    try:
+        day = _dt.date.fromisoformat(value) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", value) else None
+    except ValueError:
+        day = None
+    if day is None:
+        raise ValueError("takes YYYY-MM-DD (UTC midnight) or positive epoch seconds")
+    epoch = int(_dt.datetime(day.year, day.month, day.day, tzinfo=_dt.UTC).timestamp())
+    if epoch <= 0:
+        raise ValueError("takes a date after 1970-01-01 or positive epoch seconds")
+    return epoch
