@@ -9,9 +9,10 @@ import statistics
 
 import pytest
 
-from taguru_ray.llm.admission import Lease, PermitPool, Stopped
+from taguru_ray.gateway.limits import DOWN, AdaptiveLimit
+from taguru_ray.gateway.numbering import AttemptNumbers
+from taguru_ray.gateway.pool import Lease, PermitPool, Stopped
 from taguru_ray.llm.client import Usage
-from taguru_ray.llm.concurrency import DOWN, AdaptiveLimit
 
 OK = Usage("ok", 0.1)
 
@@ -400,9 +401,9 @@ def test_a_kept_permits_outcome_counts_as_a_release_would_and_keeps_the_permit()
 
 
 def test_attempts_are_numbered_in_blocks_without_gaps() -> None:
-    p = pool()
-    assert [p.next_attempt_seq(), p.next_attempt_seqs(3), p.next_attempt_seqs(2)] == [1, 2, 5]
-    assert p.attempt_seq == 6
+    numbers = AttemptNumbers()
+    assert [numbers.next(), numbers.take(3), numbers.take(2)] == [1, 2, 5]
+    assert numbers.issued == 6
 
 
 def test_a_report_grants_what_a_risen_limit_allows() -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from taguru_ray.llm.admission import PermitPool
+from taguru_ray.gateway.numbering import AttemptNumbers
+from taguru_ray.gateway.pool import PermitPool
 from taguru_ray.llm.client import (
     ChatClient,
     Completion,
@@ -31,10 +32,13 @@ REQUEST = CompletionRequest(
 class PoolAdmission:
     def __init__(self, limit: int) -> None:
         self.pool = PermitPool(["unused"], limit)
+        self.numbers = AttemptNumbers()
 
-    async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, int | None]:
-        lease = await self.pool.acquire("test", tokens)
-        return lease.lease_id, lease.endpoint, self.pool.next_attempt_seq() if want_seq else None
+    async def acquire(
+        self, tokens: int, want_seq: bool, priority: int = 0
+    ) -> tuple[int, int, int | None]:
+        lease = await self.pool.acquire("test", tokens, priority)
+        return lease.lease_id, lease.endpoint, self.numbers.next() if want_seq else None
 
     async def release(self, lease_id: int, usage: Usage) -> None:
         await self.pool.release(lease_id, usage)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from taguru_ray.llm.admission import PermitPool, Stopped, set_priority
+from taguru_ray.gateway.actor import Gateway
+from taguru_ray.gateway.kept import ASKING, GatewayAdmission
+from taguru_ray.gateway.pool import PermitPool, Stopped
 from taguru_ray.llm.client import Usage
-from taguru_ray.llm.gateway import ASKING, Gateway, GatewayAdmission
 
 
 def test_many_requests_share_few_permits_numbered_once_each(ray_address: str) -> None:
@@ -209,8 +210,7 @@ def test_a_worker_sends_its_oldest_requests_to_the_gateway_first(ray_address: st
         order: list[int] = []
 
         async def segment(index: int) -> None:
-            set_priority(index)  # this task's own context, as in SegmentWorker.run
-            lease, _, _ = await admission.acquire(0, False)
+            lease, _, _ = await admission.acquire(0, False, index)  # the segment's place
             order.append(index)
             await asyncio.sleep(0.01)
             await admission.release(lease, Usage("ok", 0.01))

@@ -18,6 +18,7 @@ RANKS = {
     "llm": 2,
     "store": 2,
     "settings": 3,
+    "gateway": 3,
     "engine": 4,
     "tools": 5,
     "simulate": 5,

@@ -126,8 +126,9 @@ class ExtractRun:
     async def run(self) -> int:
         # Imported here: the actor classes register with Ray only when a run needs them.
         from taguru_ray.engine.ledger import CONTEXT_INDEX, Ledger
+        from taguru_ray.engine.shared_inputs import SharedInputs
         from taguru_ray.engine.worker import DiagnosticsWriter, SegmentWorker, run_actor_name
-        from taguru_ray.llm.gateway import Gateway
+        from taguru_ray.gateway.actor import Gateway
 
         settings = self.settings
         self.start_reading()  # a no-op when the driver started it before Ray
@@ -147,16 +148,15 @@ class ExtractRun:
                 "name": run_actor_name(self.run_id, role),
             }
 
-        # One copy of the run's inputs in the object store however many workers; the
-        # gateway hands the reference out (inside a list, so it stays a reference).
+        # One copy of the run's inputs in the object store however many workers.
         inputs_ref = self.inputs_ref = ray.put(self.inputs)  # the driver owns the copy
+        self.shared_inputs = SharedInputs.options(**here("inputs")).remote([inputs_ref])
         self.gateway = Gateway.options(**here("gateway")).remote(
             list(settings.transport.endpoints),
             limit,
             settings.transport.rpm,
             settings.transport.tpm,
             await self._resolve_rung(),
-            [inputs_ref],
         )
         self.ledger = Ledger.options(**here("ledger")).remote(settings.scale.commit_order == "name")
         if isinstance(self.lock, LeaseLock):

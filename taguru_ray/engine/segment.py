@@ -65,7 +65,7 @@ from taguru_ray.engine.report import (
     sidecar_attempt,
 )
 from taguru_ray.engine.steering import steering_for, system_for
-from taguru_ray.llm.admission import Stopped
+from taguru_ray.gateway.pool import Stopped
 from taguru_ray.llm.ladder import JSON_OBJECT, JSON_SCHEMA, LadderConfig
 from taguru_ray.pipeline.annotate import ContextBlock, haystack_text
 from taguru_ray.pipeline.carryover import carried, render_carryover

@@ -28,15 +28,15 @@ from taguru_ray.contract.records import Record
 from taguru_ray.contract.records.sidecar import RunRecord
 from taguru_ray.engine.batches import failed_outcome
 from taguru_ray.engine.commits import CommitBatches
+from taguru_ray.engine.piece import Complete
 from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
 from taguru_ray.engine.recorder import StoreRecorder
 from taguru_ray.engine.replay import ReplayBook, Replayer
 from taguru_ray.engine.report import FAILURE_PREFIX
 from taguru_ray.engine.segment import extract_segment
+from taguru_ray.gateway.kept import GatewayAdmission, GatewayRung
 from taguru_ray.llm import metrics
-from taguru_ray.llm.admission import set_priority
 from taguru_ray.llm.client import ChatClient, Completion, CompletionRequest, open_session
-from taguru_ray.llm.gateway import GatewayAdmission, GatewayRung
 from taguru_ray.pipeline.claims import Proposal, Verdict
 from taguru_ray.settings import Settings
 from taguru_ray.store.logs import Sidecar
@@ -55,7 +55,7 @@ def run_actor_name(run_id: str, role: str) -> str:
 # resubmits the segments it was running, and their checkpoints make the redo cheap.
 # Its constructor takes no actor handle or object reference: Ray warns, on every
 # run, that such arguments could be lost to a restart. It finds the run's actors by
-# name instead, and takes the run's inputs from the gateway.
+# name instead, the run's inputs among them (`shared_inputs.SharedInputs`).
 @ray.remote(num_cpus=0, max_concurrency=10_000, max_restarts=-1)
 class SegmentWorker:
     def __init__(self, index: int, settings: Settings, run_id: str) -> None:
@@ -166,7 +166,6 @@ class SegmentWorker:
 
     async def run(self, job: SegmentJob) -> SegmentOutcome:
         await self.register()
-        set_priority(job.index)  # this call's own task: its requests queue by segment
         pending: list[Any] = []
 
         def emit(records: list[Record]) -> None:
@@ -186,7 +185,11 @@ class SegmentWorker:
         async def commit(proposal: Proposal) -> Verdict | None:
             return await self._commits.commit(job.index, proposal)
 
-        live = self._chat().complete if self._settings.transport.endpoints else None
+        live = (
+            queued_at(self._chat().complete, job.index)
+            if self._settings.transport.endpoints
+            else None
+        )
         model = Model(
             live or _no_endpoint,
             self._admission.next_attempt_seq,
@@ -200,7 +203,8 @@ class SegmentWorker:
             model = dataclasses.replace(model, complete=replayer.complete, replay=replayer)
         try:
             if self._inputs is None:
-                [inputs] = await self._gateway.run_inputs.remote()
+                shared = ray.get_actor(run_actor_name(self._run_id, "inputs"))
+                [inputs] = await shared.reference.remote()
                 self._inputs = await inputs
             return await extract_segment(
                 job, self._settings, self._run_id, model, recorder, self._inputs
@@ -211,6 +215,15 @@ class SegmentWorker:
             # record this segment sent must have landed by then.
             if pending:
                 await asyncio.gather(*pending)
+
+
+def queued_at(complete: Complete, priority: int) -> Complete:
+    """`complete`, its requests queued for a permit at `priority` (the segment index)."""
+
+    async def complete_at(request: CompletionRequest) -> Completion:
+        return await complete(dataclasses.replace(request, priority=priority))
+
+    return complete_at
 
 
 async def _no_endpoint(request: CompletionRequest) -> Completion:

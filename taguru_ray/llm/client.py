@@ -41,6 +41,9 @@ class CompletionRequest:
     max_tokens: int | None = None
     response_format: dict[str, Any] | None = None
     retry_timeouts: bool = True  # off under the ladder: a timeout descends instead
+    # Its place in the permit queue, lowest first: the segment index, so the oldest
+    # segment of the window — the one holding it back — is served first (ADR 0016).
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -85,10 +88,13 @@ class Admission(Protocol):
     `acquire` returns (lease id, index of the endpoint to send to, and — when
     `want_seq`, on an attempt's first try — its run-wide `attempt_seq`, or an
     awaitable of it, so the attempt is numbered in issue order without a call
-    of its own); it may raise `admission.Stopped` when the run is stopping.
+    of its own); it may raise `gateway.pool.Stopped` when the run is stopping.
+    `priority` orders waiting requests, lowest first.
     """
 
-    async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, Seq | None]: ...
+    async def acquire(
+        self, tokens: int, want_seq: bool, priority: int = 0
+    ) -> tuple[int, int, Seq | None]: ...
 
     async def release(self, lease_id: int, usage: Usage) -> None: ...
 
@@ -96,7 +102,9 @@ class Admission(Protocol):
 class Unlimited:
     """Admission for tests and single-process use: never waits, always the first endpoint."""
 
-    async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, Seq | None]:
+    async def acquire(
+        self, tokens: int, want_seq: bool, priority: int = 0
+    ) -> tuple[int, int, Seq | None]:
         return 0, 0, None
 
     async def release(self, lease_id: int, usage: Usage) -> None:
@@ -224,7 +232,7 @@ class ChatClient:
             async for attempt in transport_retrying(retry_timeouts=request.retry_timeouts):
                 with attempt:
                     tries += 1
-                    payload = await self._post(body, _estimate_tokens(request), numbered)
+                    payload = await self._post(body, request, numbered)
         except FatalStatus as error:
             return self._failed("transport", str(error), tries, started, error.status, numbered)
         except CompletionTimeout:
@@ -243,10 +251,13 @@ class ChatClient:
             return self._failed("transport", message, tries, started, None, numbered)
         return self._answer(payload, tries, started, numbered)
 
-    async def _post(self, body: dict[str, Any], tokens: int, numbered: list[Seq]) -> dict[str, Any]:
+    async def _post(
+        self, body: dict[str, Any], request: CompletionRequest, numbered: list[Seq]
+    ) -> dict[str, Any]:
         # Compact and UTF-8 as sent by the OpenAI clients (and by httpx's json=).
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-        lease, endpoint, seq = await self._admission.acquire(tokens, not numbered)
+        tokens = _estimate_tokens(request)
+        lease, endpoint, seq = await self._admission.acquire(tokens, not numbered, request.priority)
         if seq is not None:
             numbered.append(seq)
         route = self._routes[endpoint]

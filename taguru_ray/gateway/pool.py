@@ -10,13 +10,12 @@ outcome. The pool enforces, across every worker:
   endpoint, and an endpoint that keeps failing is rested, doubling its rest;
 - least-in-flight balancing over the healthy endpoints (`--endpoint`, repeatable).
 
-Pure asyncio with an injectable clock: the Ray actor (`gateway.py`) wraps it.
+Pure asyncio with an injectable clock: the Ray actor (`actor.py`) wraps it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import heapq
 import itertools
 import math
@@ -26,26 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from taguru_ray.gateway.limits import AdaptiveLimit
+from taguru_ray.gateway.wire import Waiter
 from taguru_ray.llm.client import Usage
-from taguru_ray.llm.concurrency import AdaptiveLimit
 from taguru_ray.llm.retry import BACKOFF_CEILING_SECONDS
-
-# The admission priority of the requests the current task makes, lowest first: the
-# segment worker sets its segment's index, so the oldest segment of the window, the
-# one holding the window back, is served first (ADR 0016).
-_PRIORITY: contextvars.ContextVar[int] = contextvars.ContextVar("admission_priority", default=0)
-
-
-def set_priority(priority: int) -> None:
-    """Queue the current task's requests (and its subtasks') at `priority`, lowest first.
-    A function, not the variable itself: Ray pickles an actor class's globals, and a
-    ContextVar does not pickle."""
-    _PRIORITY.set(priority)
-
-
-def priority() -> int:
-    return _PRIORITY.get()
-
 
 WINDOW_SECONDS = 60.0
 FAILURES_BEFORE_REST = 3
@@ -83,15 +66,6 @@ class Lease:
     started: float
 
 
-@dataclass(order=True)
-class _Waiter:
-    priority: int
-    order: int
-    worker: str = field(compare=False)
-    tokens: int = field(compare=False)
-    future: asyncio.Future[Lease] = field(compare=False)
-
-
 @dataclass
 class PermitPool:
     urls: list[str]
@@ -108,7 +82,6 @@ class PermitPool:
     outcomes: Counter[str] = field(default_factory=Counter)
     input_tokens: int = 0
     output_tokens: int = 0
-    attempt_seq: int = 0
     renewed: int = 0  # outcomes of requests that ran on kept permits (reported in batches)
     _leases: dict[int, Lease] = field(default_factory=dict)
     _held: Counter[str] = field(default_factory=Counter)  # permits by worker
@@ -118,7 +91,7 @@ class PermitPool:
     _tokens: deque[tuple[float, int]] = field(default_factory=deque)
     _ids: itertools.count[int] = field(default_factory=itertools.count)
     _incarnations: dict[int, str] = field(default_factory=dict)
-    _queue: list[_Waiter] = field(default_factory=list)  # a heap: the next grant first
+    _queue: list[Waiter] = field(default_factory=list)  # a heap: the next grant first
     _order: itertools.count[int] = field(default_factory=itertools.count)
     _timer: asyncio.TimerHandle | None = None  # a pause or a rate window opening
 
@@ -151,15 +124,15 @@ class PermitPool:
         await self.release(lease_id, usage)
         return await self._granted(waiter)
 
-    def _enqueue(self, worker: str, tokens: int, priority: int) -> _Waiter:
+    def _enqueue(self, worker: str, tokens: int, priority: int) -> Waiter:
         if self.stopped:
             raise Stopped()
         future = asyncio.get_running_loop().create_future()
-        waiter = _Waiter(priority, next(self._order), worker, tokens, future)
+        waiter = Waiter(priority, next(self._order), tokens, future, worker)
         heapq.heappush(self._queue, waiter)
         return waiter
 
-    async def _granted(self, waiter: _Waiter) -> Lease:
+    async def _granted(self, waiter: Waiter) -> Lease:
         try:
             return await waiter.future
         except asyncio.CancelledError:
@@ -377,16 +350,6 @@ class PermitPool:
         """Grant permits freed outside `release` (a restarted worker's) to waiters."""
         self._dispatch()
 
-    def next_attempt_seq(self) -> int:
-        self.attempt_seq += 1
-        return self.attempt_seq
-
-    def next_attempt_seqs(self, count: int) -> int:
-        """Number `count` attempts in a row; returns the first one's attempt_seq."""
-        first = self.attempt_seq + 1
-        self.attempt_seq += count
-        return first
-
     async def stop(self) -> None:
         """Refuse every permit from now on, to the callers waiting too."""
         self.stopped = True
@@ -404,7 +367,6 @@ class PermitPool:
             "adaptive": self.adaptive is not None,
             "in_flight": self.in_flight,
             "max_in_flight": self.max_in_flight,
-            "attempts": self.attempt_seq,
             "kept": self.renewed,
             "outcomes": dict(self.outcomes),
             "input_tokens": self.input_tokens,

@@ -1,14 +1,7 @@
-"""The gateway: one coordinator of the run's completion permits and its rung.
+"""The worker's side of the permit protocol: its requests' permits, kept and asked for.
 
-Every HTTP request to a model endpoint holds a permit while it is on the wire,
-so the in-flight cap, the rate ceilings and endpoint health hold across every
-worker of the run (`admission.PermitPool`). The gateway is a coordinator, not
-a proxy (ENGINE.md): request and answer bodies travel worker ↔ endpoint; the
-gateway hands out leases naming the endpoint, numbers attempts in issue order
-(`attempt_seq` is run-wide), holds the run-wide structured-output rung, and
-keeps the counters the progress display and the metrics read. A worker with
-requests waiting returns a finished request's permit and takes the next in one
-call (`swap`, ADR 0015); requests are served oldest segment first (ADR 0016).
+One `GatewayAdmission` per segment worker stands between its HTTP client and
+the gateway actor (`actor.Gateway`); `GatewayRung` is its segments' rung port.
 """
 
 from __future__ import annotations
@@ -18,154 +11,14 @@ import heapq
 import itertools
 import secrets
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
-import ray
-
-from taguru_ray import heap
-from taguru_ray.llm import metrics
-from taguru_ray.llm.admission import Lease, PermitPool, Stopped, priority
+from taguru_ray.gateway.pool import Stopped
+from taguru_ray.gateway.wire import Grant, KeptOutcome, Outcome, Waiter, Word
 from taguru_ray.llm.client import Usage
-from taguru_ray.llm.ladder import RungState
 
 ASKING = 8  # a worker's requests asking the gateway on their own at once (swaps aside)
 REPORT_S = 0.05  # how long a worker gathers kept permits' outcomes before reporting them
-
-# (lease id, endpoint index, the rung, how many permits the worker may keep)
-Grant = tuple[int, int, str | None, int]
-
-
-@ray.remote(num_cpus=0, max_concurrency=100_000)
-class Gateway:
-    """The Ray actor around a PermitPool; async, so waiting callers cost nothing."""
-
-    def __init__(
-        self,
-        urls: list[str],
-        limit: int | None,
-        rpm: int = 0,
-        tpm: int = 0,
-        rung: str | None = None,
-        run_inputs: list[Any] | None = None,  # [ObjectRef of the run's RunInputs]
-    ) -> None:
-        self._pool = PermitPool(urls, limit, rpm, tpm)
-        self._rung = RungState(rung) if rung is not None else None
-        self._run_inputs = run_inputs or []
-        heap.settle()
-
-    async def run_inputs(self) -> list[Any]:
-        """The run's inputs as [ObjectRef]: a worker fetches them once, from the copy the
-        driver owns, however often it is restarted."""
-        return self._run_inputs
-
-    async def acquire(self, worker: str, tokens: int, priority: int = 0) -> Grant | None:
-        """(lease id, endpoint index, the rung now, how many permits the worker may
-        keep), or None once stopping. The rung rides along so a worker's rung port
-        needs no call of its own; attempts are numbered by `report`."""
-        try:
-            lease = await self._pool.acquire(worker, tokens, priority)
-        except Stopped:
-            return None
-        return self._grant(lease)
-
-    def _grant(self, lease: Lease) -> Grant:
-        metrics.in_flight(self._pool.in_flight)
-        keep = self._pool.keep(lease.worker)
-        return lease.lease_id, lease.endpoint, self._rung.rung if self._rung else None, keep
-
-    async def release(self, lease_id: int, usage: tuple[Any, ...]) -> None:
-        """`usage` is a Usage's fields as a plain tuple: msgpack on the wire, not pickle."""
-        done = Usage(*usage)
-        await self._pool.release(lease_id, done)
-        self._report(done)
-
-    def _report(self, done: Usage) -> None:
-        metrics.request_done(done, self._pool.in_flight, self._pool.current_limit)
-
-    async def swap(
-        self,
-        lease_id: int,
-        usage: tuple[Any, ...],
-        worker: str,
-        tokens: int,
-        priority: int = 0,
-    ) -> Grant | None:
-        """`release` and `acquire` in one call, for a worker with another request waiting:
-        a grant in turn (the oldest segment's request first, this one included), or None
-        once stopping."""
-        done = Usage(*usage)
-        try:
-            lease = await self._pool.swap(lease_id, done, worker, tokens, priority)
-        except Stopped:
-            await self._pool.release(lease_id, done)  # refused before it was returned
-            return None
-        finally:
-            self._report(done)
-        return self._grant(lease)
-
-    async def report(
-        self, worker: str, kept: list[tuple[int, tuple[Any, ...], float]], seqs: int, idle: int = 0
-    ) -> tuple[int | None, int, bool, str | None]:
-        """A worker's batch: requests that finished on permits it kept (endpoint index,
-        usage fields, seconds ago) and how many attempts it issued since its last report.
-        `idle`: how many of its permits wait for its next request right now.
-        Answers (the first of `seqs` new attempt_seqs, how many permits it may keep now,
-        whether the run stops, the rung now)."""
-        self._pool.idle(worker, idle)
-        for endpoint, usage, ago in kept:
-            done = Usage(*usage)
-            self._pool.renew(endpoint, done, ago)
-            self._report(done)
-        first = self._pool.next_attempt_seqs(seqs) if seqs else None
-        keep = self._pool.keep(worker)
-        return first, keep, self._pool.stopped, self._rung.rung if self._rung else None
-
-    async def give_back(self, lease_id: int, idle: int | None = None) -> None:
-        """A permit no request used: granted to one that was cancelled or served
-        meanwhile, or kept idle too long. `idle`: how many of the worker's permits
-        still wait for its next request, now this one is back."""
-        await self._pool.give_back(lease_id, idle)
-
-    async def register(self, index: int, incarnation: str) -> None:
-        self._pool.register(index, incarnation)
-        await self._pool.wake()
-
-    async def incarnation(self, index: int) -> str | None:
-        return self._pool.incarnation(index)
-
-    async def forget(self, index: int, incarnation: str | None) -> None:
-        """Worker `index`'s `incarnation` is gone and no successor registered: free what
-        it held."""
-        self._pool.forget(index, incarnation)
-
-    async def next_attempt_seq(self) -> int:
-        return self._pool.next_attempt_seq()
-
-    async def stop(self) -> None:
-        await self._pool.stop()
-
-    async def stats(self) -> dict[str, Any]:
-        return self._pool.stats()
-
-    async def rung(self) -> str | None:
-        return self._rung.rung if self._rung else None
-
-    async def demote(self, ran_under: str) -> tuple[bool, str]:
-        if self._rung is None:
-            return False, ran_under
-        return self._rung.demote(ran_under)
-
-
-@dataclass(order=True)
-class _Waiter:
-    """A request of this worker waiting for a permit: here, or asking the gateway.
-    The oldest segment's first (`admission.set_priority`), then in arrival order."""
-
-    priority: int
-    order: int
-    tokens: int = field(compare=False)
-    future: asyncio.Future[Any] = field(compare=False)
 
 
 class GatewayAdmission:
@@ -197,14 +50,14 @@ class GatewayAdmission:
         self._index = index
         self.incarnation = f"{index}-{secrets.token_hex(4)}"
         self.rung_seen: tuple[str | None] | None = None  # the rung the last word carried
-        self._asking: list[_Waiter] = []  # waiting for a gateway call (acquire, swap)
-        self._queue: list[_Waiter] = []  # a heap: waiting here
+        self._asking: list[Waiter] = []  # waiting for a gateway call (acquire, swap)
+        self._queue: list[Waiter] = []  # a heap: waiting here
         self._order = itertools.count()
         self._stopped = False
         self._tasks: set[asyncio.Task[None]] = set()
         self._held: dict[int, int] = {}  # lease id → endpoint, for every permit held here
         self._keep = 0  # how many permits this worker may keep: the gateway's last word
-        self._kept: list[tuple[int, tuple[Any, ...], float]] = []  # (endpoint, usage, when)
+        self._kept: list[tuple[int, Outcome, float]] = []  # (endpoint, outcome, when)
         self._numbering: list[asyncio.Future[int]] = []  # issued, awaiting attempt_seq
         self._idle: dict[int, float] = {}  # kept permits no request waited for → since when
         self._reporting: asyncio.Task[None] | None = None
@@ -213,14 +66,14 @@ class GatewayAdmission:
         """Tell the gateway this worker (re)started, freeing a dead predecessor's permits."""
         await self._gateway.register.remote(self._index, self.incarnation)
 
-    async def acquire(self, tokens: int, want_seq: bool) -> tuple[int, int, Any]:
+    async def acquire(self, tokens: int, want_seq: bool, priority: int = 0) -> tuple[int, int, Any]:
         if self._stopped:
             raise Stopped()
         if self._idle:  # nobody waits here, or the permit would not be idle
             lease, _ = self._idle.popitem()
             return self._take(self._kept_grant(lease), want_seq)
         future = asyncio.get_running_loop().create_future()
-        waiter = _Waiter(priority(), next(self._order), tokens, future)
+        waiter = Waiter(priority, next(self._order), tokens, future)
         heapq.heappush(self._queue, waiter)
         self._ask()
         return self._take(await waiter.future, want_seq)
@@ -228,7 +81,7 @@ class GatewayAdmission:
     def _take(self, granted: Any, want_seq: bool) -> tuple[int, int, Any]:
         if granted is None:
             raise Stopped()
-        lease, endpoint, rung, keep = granted
+        lease, endpoint, rung, keep = Grant(*granted)
         self.rung_seen = (rung,)
         self._keep = keep
         self._held[lease] = endpoint
@@ -242,16 +95,16 @@ class GatewayAdmission:
     def _kept_grant(self, lease: int) -> Grant:
         """A permit this worker holds, granted on: as the gateway's last word left it."""
         rung = self.rung_seen[0] if self.rung_seen else None
-        return lease, self._held[lease], rung, self._keep
+        return Grant(lease, self._held[lease], rung, self._keep)
 
-    def _next_waiter(self) -> _Waiter | None:
+    def _next_waiter(self) -> Waiter | None:
         while self._queue:
             waiter = heapq.heappop(self._queue)
             if not waiter.future.done():  # a cancelled request no longer waits
                 return waiter
         return None
 
-    def _oldest_waiter(self) -> _Waiter | None:
+    def _oldest_waiter(self) -> Waiter | None:
         """The oldest request waiting, here or asking the gateway; a kept permit serves
         it (an asking request's grant, when it comes, goes to the next one)."""
         while self._queue and self._queue[0].future.done():
@@ -271,13 +124,13 @@ class GatewayAdmission:
             call = self._gateway.acquire.remote(self.incarnation, waiter.tokens, waiter.priority)
             self._spawn(self._deliver(call, waiter), waiter)
 
-    def _spawn(self, coroutine: Any, waiter: _Waiter) -> None:
+    def _spawn(self, coroutine: Any, waiter: Waiter) -> None:
         self._asking.append(waiter)
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _deliver(self, call: Any, waiter: _Waiter) -> None:
+    async def _deliver(self, call: Any, waiter: Waiter) -> None:
         """Hand what a gateway call brought to its waiter; then ask for the next ones."""
         try:
             try:
@@ -292,7 +145,7 @@ class GatewayAdmission:
                     if other is not None:
                         other.future.set_result(granted)
                     else:
-                        self._gateway.give_back.remote(granted[0])
+                        self._gateway.give_back.remote(Grant(*granted).lease)
                 return
             waiter.future.set_result(granted)
         except Exception as error:  # the gateway is gone: the waiter's request fails
@@ -318,13 +171,7 @@ class GatewayAdmission:
 
     async def release(self, lease_id: int, usage: Usage) -> None:
         # Never awaited on the gateway: the request it belonged to is already done.
-        fields = (
-            usage.outcome,
-            usage.latency_seconds,
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.retry_after,
-        )
+        fields = Outcome.of(usage)
         endpoint = self._held.get(lease_id)
         if (
             endpoint is not None
@@ -374,11 +221,12 @@ class GatewayAdmission:
             kept, self._kept = self._kept, []
             numbering, self._numbering = self._numbering, []
             now = time.monotonic()
-            batch = [(endpoint, fields, now - at) for endpoint, fields, at in kept]
+            batch = [KeptOutcome(endpoint, fields, now - at) for endpoint, fields, at in kept]
             try:
-                first, keep, stopped, rung = await self._gateway.report.remote(
+                word = await self._gateway.report.remote(
                     self.incarnation, batch, len(numbering), len(self._idle)
                 )
+                first, keep, stopped, rung = Word(*word)
             except Exception as error:  # the gateway is gone: so is the run
                 for number in numbering:
                     if not number.done():

@@ -1,0 +1,140 @@
+"""The gateway actor: one coordinator of the run's completion permits and its rung.
+
+Every HTTP request to a model endpoint holds a permit while it is on the wire,
+so the in-flight cap, the rate ceilings and endpoint health hold across every
+worker of the run (`pool.PermitPool`). The gateway is a coordinator, not
+a proxy (ENGINE.md): request and answer bodies travel worker ↔ endpoint; the
+gateway hands out leases naming the endpoint, numbers attempts in issue order
+(`attempt_seq` is run-wide), holds the run-wide structured-output rung, and
+keeps the counters the progress display and the metrics read. A worker with
+requests waiting returns a finished request's permit and takes the next in one
+call (`swap`, ADR 0015); requests are served oldest segment first (ADR 0016).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+
+from taguru_ray import heap
+from taguru_ray.gateway.numbering import AttemptNumbers
+from taguru_ray.gateway.pool import Lease, PermitPool, Stopped
+from taguru_ray.gateway.wire import Grant, KeptOutcome, Outcome, Word
+from taguru_ray.llm import metrics
+from taguru_ray.llm.client import Usage
+from taguru_ray.llm.ladder import RungState
+
+
+@ray.remote(num_cpus=0, max_concurrency=100_000)
+class Gateway:
+    """The Ray actor around a PermitPool; async, so waiting callers cost nothing."""
+
+    def __init__(
+        self,
+        urls: list[str],
+        limit: int | None,
+        rpm: int = 0,
+        tpm: int = 0,
+        rung: str | None = None,
+    ) -> None:
+        self._pool = PermitPool(urls, limit, rpm, tpm)
+        self._numbers = AttemptNumbers()
+        self._rung = RungState(rung) if rung is not None else None
+        heap.settle()
+
+    async def acquire(self, worker: str, tokens: int, priority: int = 0) -> Grant | None:
+        """(lease id, endpoint index, the rung now, how many permits the worker may
+        keep), or None once stopping. The rung rides along so a worker's rung port
+        needs no call of its own; attempts are numbered by `report`."""
+        try:
+            lease = await self._pool.acquire(worker, tokens, priority)
+        except Stopped:
+            return None
+        return self._grant(lease)
+
+    def _grant(self, lease: Lease) -> Grant:
+        metrics.in_flight(self._pool.in_flight)
+        keep = self._pool.keep(lease.worker)
+        return Grant(lease.lease_id, lease.endpoint, self._rung.rung if self._rung else None, keep)
+
+    async def release(self, lease_id: int, usage: tuple[Any, ...]) -> None:
+        """`usage`: an `Outcome`, sent as a plain tuple (msgpack on the wire, not pickle)."""
+        done = Outcome(*usage).usage()
+        await self._pool.release(lease_id, done)
+        self._report(done)
+
+    def _report(self, done: Usage) -> None:
+        metrics.request_done(done, self._pool.in_flight, self._pool.current_limit)
+
+    async def swap(
+        self,
+        lease_id: int,
+        usage: tuple[Any, ...],
+        worker: str,
+        tokens: int,
+        priority: int = 0,
+    ) -> Grant | None:
+        """`release` and `acquire` in one call, for a worker with another request waiting:
+        a grant in turn (the oldest segment's request first, this one included), or None
+        once stopping."""
+        done = Outcome(*usage).usage()
+        try:
+            lease = await self._pool.swap(lease_id, done, worker, tokens, priority)
+        except Stopped:
+            await self._pool.release(lease_id, done)  # refused before it was returned
+            return None
+        finally:
+            self._report(done)
+        return self._grant(lease)
+
+    async def report(
+        self, worker: str, kept: list[tuple[Any, ...]], seqs: int, idle: int = 0
+    ) -> Word:
+        """A worker's batch: requests that finished on permits it kept (`KeptOutcome`s)
+        and how many attempts it issued since its last report. `idle`: how many of its
+        permits wait for its next request right now."""
+        self._pool.idle(worker, idle)
+        for item in kept:
+            endpoint, outcome, ago = KeptOutcome(*item)
+            done = Outcome(*outcome).usage()
+            self._pool.renew(endpoint, done, ago)
+            self._report(done)
+        first = self._numbers.take(seqs) if seqs else None
+        keep = self._pool.keep(worker)
+        return Word(first, keep, self._pool.stopped, self._rung.rung if self._rung else None)
+
+    async def give_back(self, lease_id: int, idle: int | None = None) -> None:
+        """A permit no request used: granted to one that was cancelled or served
+        meanwhile, or kept idle too long. `idle`: how many of the worker's permits
+        still wait for its next request, now this one is back."""
+        await self._pool.give_back(lease_id, idle)
+
+    async def register(self, index: int, incarnation: str) -> None:
+        self._pool.register(index, incarnation)
+        await self._pool.wake()
+
+    async def incarnation(self, index: int) -> str | None:
+        return self._pool.incarnation(index)
+
+    async def forget(self, index: int, incarnation: str | None) -> None:
+        """Worker `index`'s `incarnation` is gone and no successor registered: free what
+        it held."""
+        self._pool.forget(index, incarnation)
+
+    async def next_attempt_seq(self) -> int:
+        return self._numbers.next()
+
+    async def stop(self) -> None:
+        await self._pool.stop()
+
+    async def stats(self) -> dict[str, Any]:
+        return {**self._pool.stats(), "attempts": self._numbers.issued}
+
+    async def rung(self) -> str | None:
+        return self._rung.rung if self._rung else None
+
+    async def demote(self, ran_under: str) -> tuple[bool, str]:
+        if self._rung is None:
+            return False, ran_under
+        return self._rung.demote(ran_under)
