@@ -780,17 +780,18 @@ def prepare_extracted(bench: Bench, segments: int) -> tuple[Path, Path, int]:
     from taguru_ray.contract.names import output_name, written_id
     from taguru_ray.contract.source_file import Header, Passage, SourceFile, render_source_file
     from taguru_ray.pipeline.read import decode_segment, segment_sha256
+    from taguru_ray.pipeline.run_inputs import InputDigests
     from taguru_ray.settings import compute_inputs, resolve_settings
+    from taguru_ray.store.config_file import read_config_file
     from taguru_ray.store.inputs import expand
     from taguru_ray.store.manifest import Manifest
     from taguru_ray.store.outdir import MANIFEST, OutDir
-    from taguru_ray.store.run_inputs import InputDigests
 
     NO_DIGESTS = InputDigests()  # the timed run reads no --vocabulary/--schema
     corpus = bench.corpus(segments)
     out = bench.fresh_out(f"extracted-{segments}")
     args = bench.extract_args(corpus, out)
-    settings = resolve_settings(parse_flags(args), bench.env())
+    settings = resolve_settings(parse_flags(args), bench.env(), read_config_file)
     outdir = OutDir(str(out))
     outdir.ensure()
     sources = expand(settings.source.paths)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from taguru_ray.engine.batches import WorkerBatches, failed_outcome, pick_worker
-from taguru_ray.engine.ports import SegmentJob, SegmentOutcome
+from taguru_ray.pipeline.segment_job import SegmentJob, SegmentOutcome
 
 
 def job(index: int) -> SegmentJob:

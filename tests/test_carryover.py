@@ -6,10 +6,11 @@ import asyncio
 import json
 from typing import Any
 
-from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
+from taguru_ray.contract.completion import Completion, CompletionRequest
+from taguru_ray.engine.ports import Model
 from taguru_ray.engine.segment import extract_segment
-from taguru_ray.llm.client import Completion, CompletionRequest
 from taguru_ray.pipeline.carryover import carried, combine, render_carryover
+from taguru_ray.pipeline.segment_job import SegmentJob, SegmentOutcome
 from taguru_ray.pipeline.validate import PieceOutput
 from tests.test_segment_run import MemoryRecorder, ok, settings
 

@@ -6,12 +6,13 @@ import asyncio
 import json
 from typing import Any
 
-from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
+from taguru_ray.contract.completion import CompletionRequest
+from taguru_ray.engine.ports import Model
 from taguru_ray.engine.segment import extract_segment
-from taguru_ray.llm.client import CompletionRequest
 from taguru_ray.pipeline.overview import OVERVIEW_SYSTEM
-from taguru_ray.store.run_inputs import InputDigests, RunInputs
-from taguru_ray.store.vocabulary import Relation, Vocabulary
+from taguru_ray.pipeline.run_inputs import InputDigests, RunInputs
+from taguru_ray.pipeline.segment_job import SegmentJob, SegmentOutcome
+from taguru_ray.pipeline.vocabulary import Relation, Vocabulary
 from tests.corpora import STATUTE
 from tests.test_segment_run import Canned, MemoryRecorder, answer, ok, settings
 

@@ -9,16 +9,10 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from taguru_ray.contract.completion import Completion, CompletionRequest
 from taguru_ray.gateway.numbering import AttemptNumbers
 from taguru_ray.gateway.pool import PermitPool
-from taguru_ray.llm.client import (
-    ChatClient,
-    Completion,
-    CompletionRequest,
-    Route,
-    Usage,
-    open_session,
-)
+from taguru_ray.llm.client import ChatClient, Route, Usage, open_session
 from taguru_ray.simulate.harness import SimulatorProcess
 
 REQUEST = CompletionRequest(

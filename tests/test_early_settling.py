@@ -15,11 +15,12 @@ from taguru_ray.contract.source_file import Header, Passage, SourceFile, render_
 from taguru_ray.engine.run import ExtractRun
 from taguru_ray.engine.scan import Console
 from taguru_ray.pipeline.read import segment_sha256
+from taguru_ray.pipeline.run_inputs import InputDigests
 from taguru_ray.settings import compute_inputs, resolve_settings
+from taguru_ray.store.config_file import read_config_file
 from taguru_ray.store.inputs import expand
 from taguru_ray.store.manifest import MANIFEST_FIELDS, Manifest
 from taguru_ray.store.outdir import MANIFEST, OutDir
-from taguru_ray.store.run_inputs import InputDigests
 from tests.support import CONTEXT
 
 ENV = {"TAGURU_EXTRACT_URL": "http://127.0.0.1:9/v1", "TAGURU_EXTRACT_MODEL": "taguru-sim"}
@@ -35,7 +36,7 @@ def make_run(tmp_path: Path, kinds: str) -> tuple[ExtractRun, list[str], list[st
         data = b"\xff\xfe not text" if kind == "r" else f"Segment {index} text.\n".encode()
         (docs / f"seg-{index}.md").write_bytes(data)
     settings = resolve_settings(
-        parse_flags(["--context", CONTEXT, "--out", str(out), str(docs)]), ENV
+        parse_flags(["--context", CONTEXT, "--out", str(out), str(docs)]), ENV, read_config_file
     )
     outdir = OutDir(str(out))
     outdir.ensure()

@@ -4,8 +4,8 @@ from pathlib import Path
 import pytest
 
 from taguru_ray.errors import UsageError
-from taguru_ray.settings import read_config_file
 from taguru_ray.store import inputs
+from taguru_ray.store.config_file import read_config_file
 from taguru_ray.store.inputs import READ_LIMIT, NotRegularFile, expand, read_regular, read_source
 
 

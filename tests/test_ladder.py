@@ -8,19 +8,20 @@ from typing import Any
 
 import pytest
 
+from taguru_ray.contract.completion import Completion, CompletionRequest
 from taguru_ray.contract.source_file import parse_source_file
-from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
+from taguru_ray.engine.ports import Model
 from taguru_ray.engine.segment import extract_segment
-from taguru_ray.llm.client import Completion, CompletionRequest
-from taguru_ray.llm.ladder import (
+from taguru_ray.llm.probe import probe
+from taguru_ray.pipeline.ladder import (
     JSON_OBJECT,
     JSON_SCHEMA,
     PROMPTED,
     LadderConfig,
     RungState,
     non_conformance,
-    probe,
 )
+from taguru_ray.pipeline.segment_job import SegmentJob, SegmentOutcome
 from tests.test_segment_run import MemoryRecorder, ok, settings
 
 # Eight paragraphs, each naming two things: small answers per paragraph, so the

@@ -15,9 +15,9 @@ RANKS = {
     "text": 0,
     "contract": 0,
     "pipeline": 1,
+    "settings": 1,  # declarations the program reads; pure (the --config reader is handed in)
     "llm": 2,
     "store": 2,
-    "settings": 3,
     "gateway": 3,
     "engine": 4,
     "tools": 5,

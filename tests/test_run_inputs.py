@@ -10,16 +10,17 @@ from typing import Any
 
 import pytest
 
+from taguru_ray.contract.completion import CompletionRequest
 from taguru_ray.contract.context_schema import load_schema, schema_digest
 from taguru_ray.contract.source_file import parse_source_file
-from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
+from taguru_ray.engine.ports import Model
 from taguru_ray.engine.run_inputs import load_run_inputs
 from taguru_ray.engine.segment import extract_segment
 from taguru_ray.errors import StartupError
-from taguru_ray.llm.client import CompletionRequest
+from taguru_ray.pipeline.run_inputs import RunInputs
+from taguru_ray.pipeline.segment_job import SegmentJob, SegmentOutcome
+from taguru_ray.pipeline.vocabulary import Vocabulary, vocabulary_digest
 from taguru_ray.settings import checkpoint_fingerprint
-from taguru_ray.store.run_inputs import RunInputs
-from taguru_ray.store.vocabulary import Vocabulary, vocabulary_digest
 from taguru_ray.text.redact import GROUPS, builtin_rules
 from tests.test_segment_run import CONTEXT, TEXT, Canned, MemoryRecorder, answer, ok, settings
 

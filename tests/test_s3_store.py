@@ -404,7 +404,7 @@ def test_without_conditional_writes_the_lease_reads_its_write_back(tmp_path: Any
     dead.acquire()
     die(dead)
     with pytest.raises(StartupError, match="held by another"):
-        LeaseLock(out, say, store=ReadBackLeaseStore(out, settle=0.01)).acquire()
+        LeaseLock(out, say, seconds=60, store=ReadBackLeaseStore(out, settle=0.01)).acquire()
     time.sleep(0.6)
     with LeaseLock(out, say, seconds=30, store=ReadBackLeaseStore(out, settle=0.01)):
         assert len(said) == 1 and "taking it over" in said[0]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from taguru_ray.engine.scan import scan
 from taguru_ray.pipeline.read import read_segment, redact_segment
-from taguru_ray.store.run_inputs import RunInputs
+from taguru_ray.pipeline.run_inputs import RunInputs
 from taguru_ray.text.redact import builtin_rules, groups_from_setting
 from tests.test_segment_run import settings
 

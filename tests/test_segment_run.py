@@ -8,11 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from taguru_ray.contract.completion import Completion, CompletionRequest
 from taguru_ray.contract.source_file import parse_source_file
-from taguru_ray.engine.ports import Model, Resume, SegmentJob, SegmentOutcome
+from taguru_ray.engine.ports import Model
 from taguru_ray.engine.segment import extract_segment
-from taguru_ray.llm.client import Completion, CompletionRequest
 from taguru_ray.pipeline.claims import Proposal, Verdict, judge
+from taguru_ray.pipeline.segment_job import Resume, SegmentJob, SegmentOutcome
 from taguru_ray.settings import Settings
 
 CONTEXT = "5b0d7f0e-6c1a-4d8e-9a51-2f3c4b5d6e7f"

@@ -5,6 +5,7 @@ import pytest
 
 from taguru_ray.cli.extract import parse_flags
 from taguru_ray.errors import UsageError
+from taguru_ray.pipeline.run_inputs import InputDigests
 from taguru_ray.settings import (
     PROMPT_VERSION,
     Settings,
@@ -16,7 +17,7 @@ from taguru_ray.settings import (
     values,
 )
 from taguru_ray.settings.fingerprint import compute_declarations
-from taguru_ray.store.run_inputs import InputDigests
+from taguru_ray.store.config_file import read_config_file
 
 CONTEXT = "5b0d7f0e-6c1a-4d8e-9a51-2f3c4b5d6e7f"
 NONE = InputDigests()  # no --vocabulary/--schema/--redact
@@ -25,7 +26,7 @@ ENV = {"TAGURU_EXTRACT_URL": "http://127.0.0.1:9/v1", "TAGURU_EXTRACT_MODEL": "m
 
 def settings(*args: str, env: dict[str, str] | None = None):
     flags = parse_flags(["--context", CONTEXT, "--out", "out", *args, "docs"])
-    return resolve_settings(flags, {**ENV, **(env or {})})
+    return resolve_settings(flags, {**ENV, **(env or {})}, read_config_file)
 
 
 def usage(*args: str, env: dict[str, str] | None = None) -> str:
@@ -66,7 +67,7 @@ def test_config_supplies_the_endpoint_and_key_without_them_in_the_environment(
         "TAGURU_EXTRACT_URL=http://x/v1\nTAGURU_EXTRACT_MODEL=cfg\nTAGURU_EXTRACT_API_KEY=sk-1\n"
     )
     flags = parse_flags(["--context", CONTEXT, "--out", "o", "--config", str(config), "d"])
-    s = resolve_settings(flags, {})
+    s = resolve_settings(flags, {}, read_config_file)
     assert (s.transport.url, s.transport.model, s.transport.api_key) == (
         "http://x/v1",
         "cfg",
@@ -122,9 +123,10 @@ def test_a_flag_given_twice_is_a_usage_error(capsys: pytest.CaptureFixture[str])
 
 def test_context_must_be_a_lowercase_uuid() -> None:
     with pytest.raises(UsageError, match="lowercase"):
-        resolve_settings(parse_flags(["--context", CONTEXT.upper(), "--out", "o", "d"]), ENV)
+        flags = parse_flags(["--context", CONTEXT.upper(), "--out", "o", "d"])
+        resolve_settings(flags, ENV, read_config_file)
     with pytest.raises(UsageError, match="--context ID is required"):
-        resolve_settings(parse_flags(["--out", "o", "d"]), ENV)
+        resolve_settings(parse_flags(["--out", "o", "d"]), ENV, read_config_file)
 
 
 def test_source_flags_are_checked() -> None:
@@ -138,9 +140,9 @@ def test_source_flags_are_checked() -> None:
 def test_missing_endpoint_variables_are_named() -> None:
     flags = parse_flags(["--context", CONTEXT, "--out", "o", "d"])
     with pytest.raises(UsageError, match="TAGURU_EXTRACT_MODEL is not set"):
-        resolve_settings(flags, {"TAGURU_EXTRACT_URL": "http://x"})
+        resolve_settings(flags, {"TAGURU_EXTRACT_URL": "http://x"}, read_config_file)
     with pytest.raises(UsageError, match="TAGURU_EXTRACT_URL is not set"):
-        resolve_settings(flags, {"TAGURU_EXTRACT_MODEL": "m"})
+        resolve_settings(flags, {"TAGURU_EXTRACT_MODEL": "m"}, read_config_file)
 
 
 def test_dates_parse_as_utc_midnight_or_epoch_seconds() -> None:
@@ -178,7 +180,7 @@ def test_name_and_description_fold_into_the_description_input() -> None:
 def test_a_store_that_does_not_outlive_the_process_is_refused() -> None:
     flags = parse_flags(["--context", CONTEXT, "--out", "memory://x", "docs"])
     with pytest.raises(UsageError, match="memory://x: a memory:// store ends with this process"):
-        resolve_settings(flags, ENV)
+        resolve_settings(flags, ENV, read_config_file)
     assert "--diagnostics-out memory://d.jsonl: a memory://" in usage(
         "--diagnostics-out", "memory://d.jsonl"
     )

@@ -20,19 +20,18 @@ from taguru_ray.contract.source_file import (
 )
 from taguru_ray.pipeline.claims import ClaimLedger
 from taguru_ray.pipeline.steer import LabelLedger
-from taguru_ray.store.vocabulary import (
+from taguru_ray.pipeline.vocabulary import (
     Vocabulary,
-    VocabularyError,
     allowlist,
     contribution,
     known_relations,
     label_counts,
-    load_vocabulary,
     prompt_names,
     relations_digest,
     render_vocabulary_block,
     vocabulary_digest,
 )
+from taguru_ray.store.vocabulary import VocabularyError, load_vocabulary
 
 UUID = "0f8e2b6c-3d4a-4e5f-9a1b-2c3d4e5f6a7b"
 

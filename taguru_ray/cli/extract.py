@@ -151,6 +151,7 @@ def parse_flags(argv: Sequence[str]) -> dict[str, Any]:
 def main(argv: Sequence[str]) -> int:
     # Imported late so `--help` and usage errors answer without loading Ray.
     from taguru_ray.settings import resolve_settings
+    from taguru_ray.store.config_file import read_config_file
 
     flags = parse_flags(argv)
     if flags.pop("steps", False):
@@ -159,7 +160,7 @@ def main(argv: Sequence[str]) -> int:
         print(render_table())
         return 0
     try:
-        settings = resolve_settings(flags, os.environ)
+        settings = resolve_settings(flags, os.environ, read_config_file)
         from taguru_ray.engine.driver import Console, extract
 
         return extract(settings, Console())

@@ -15,9 +15,10 @@ import sys
 from collections.abc import Sequence
 
 from taguru_ray.cli.args import parse
+from taguru_ray.contract.names import TRACE
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, TaguruRayError, UsageError
 from taguru_ray.store.inputs import read_regular
-from taguru_ray.store.outdir import TRACE, OutDir
+from taguru_ray.store.outdir import OutDir
 from taguru_ray.tools.metric_tables import compare, tables
 from taguru_ray.tools.metrics import (
     Assignment,

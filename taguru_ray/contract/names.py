@@ -16,6 +16,13 @@ import shlex
 MAX_FLAT_BYTES = 120
 CUT_FLAT_BYTES = 96
 
+# What --out holds besides the source files (README "What --out holds").
+MANIFEST = ".extract-manifest.json"
+MANIFEST_JOURNAL = ".extract-manifest.d"
+LOCK = ".extract.lock"
+CHECKPOINTS = ".extract-checkpoints"
+TRACE = ".extract-trace"
+
 
 def flatten(source: str) -> str:
     """Replace each ``/``, ``\\`` and ``:`` with ``__``; cut long names to ≤ 96 bytes."""

@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from taguru_ray.engine.ports import SegmentJob, SegmentOutcome
-from taguru_ray.engine.report import FAILURE_PREFIX
+from taguru_ray.pipeline.report import FAILURE_PREFIX
+from taguru_ray.pipeline.segment_job import SegmentJob, SegmentOutcome
 
 
 def pick_worker(busy: list[int], index: int, attempt: int) -> int:

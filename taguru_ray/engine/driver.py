@@ -15,12 +15,12 @@ from urllib.parse import urlsplit
 import ray
 
 from taguru_ray.contract.names import join, output_name
-from taguru_ray.engine.chunk_context import plan_segment
 from taguru_ray.engine.run import ExtractRun
 from taguru_ray.engine.run_inputs import load_run_inputs
 from taguru_ray.engine.scan import Console, Tally, scan, skip_line
 from taguru_ray.engine.segment import FAILURE_PREFIX
 from taguru_ray.errors import MESSAGE_PREFIX, StartupError, exit_code
+from taguru_ray.pipeline.chunk_context import plan_segment
 from taguru_ray.pipeline.read import read_segment, redact_segment
 from taguru_ray.settings import Settings, checkpoint_fingerprint
 from taguru_ray.store.checkpoints import count_reusable

@@ -8,12 +8,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from taguru_ray.contract.completion import Completion, CompletionRequest
 from taguru_ray.contract.records import Record
-from taguru_ray.engine.piece import Complete, NextSeq
 from taguru_ray.engine.replay import Replayer
 from taguru_ray.pipeline.claims import Proposal, Verdict, judge_alone
-from taguru_ray.pipeline.steer import Contribution, LabelUse
+from taguru_ray.pipeline.segment_job import Resume
 
+Complete = Callable[[CompletionRequest], Awaitable[Completion]]
+NextSeq = Callable[[], Awaitable[int]]
 # The commit turn (`engine.ledger`): the verdict once every earlier segment settled,
 # None when the run stopped before this segment's turn came.
 CommitTurn = Callable[[Proposal], Awaitable[Verdict | None]]
@@ -41,39 +43,6 @@ class RungPort(Protocol):
     async def current(self) -> str | None: ...
 
     async def demote(self, ran_under: str) -> tuple[bool, str]: ...
-
-
-@dataclass(frozen=True)
-class SegmentJob:
-    """What the driver hands a worker: one segment and what earlier segments settled."""
-
-    index: int
-    source: str
-    data: bytes
-    written_id: str
-    vocabulary: tuple[LabelUse, ...]
-
-
-@dataclass
-class SegmentOutcome:
-    index: int
-    source: str
-    status: str  # written | failed | interrupted
-    report: str | None = None  # the stdout line of a written segment
-    notes: list[str] = field(default_factory=list)  # stderr lines, failure line last
-    inputs: dict[str, Any] | None = None  # the manifest entry to record
-    contribution: Contribution = field(default_factory=Contribution)
-    counts: dict[str, int] = field(default_factory=dict)
-    completions: int = 0
-
-
-@dataclass
-class Resume:
-    """What a checkpoint hands back: finished units, and the pieces already split."""
-
-    units: dict[str, Record] = field(default_factory=dict)
-    splits: dict[str, int] = field(default_factory=dict)  # piece id -> split cap
-    overview: dict[str, str] = field(default_factory=dict)  # chunk sha256 -> overview answer
 
 
 class SegmentRecorder(Protocol):

@@ -19,12 +19,12 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from taguru_ray.contract.names import attempts_name, output_name
+from taguru_ray.contract.names import TRACE, attempts_name, output_name
 from taguru_ray.contract.records import Record
-from taguru_ray.engine.ports import Resume
+from taguru_ray.pipeline.segment_job import Resume
 from taguru_ray.store.checkpoints import Checkpoint
 from taguru_ray.store.logs import AttemptsLog
-from taguru_ray.store.outdir import TRACE, OutDir
+from taguru_ray.store.outdir import OutDir
 
 SidecarEmit = Callable[[list[Record]], None]
 

@@ -28,7 +28,6 @@ from taguru_ray import heap
 from taguru_ray.contract.names import output_name
 from taguru_ray.engine.ahead import READERS, ScanAhead
 from taguru_ray.engine.batches import WorkerBatches, failed_outcome, pick_worker
-from taguru_ray.engine.ports import SegmentJob, SegmentOutcome
 from taguru_ray.engine.progress import Progress, mode_for
 from taguru_ray.engine.scan import (
     Console,
@@ -45,15 +44,17 @@ from taguru_ray.engine.watchdog import Watchdog
 from taguru_ray.engine.window import OrderedReport, SegmentWindow
 from taguru_ray.errors import EXIT_INTERRUPTED, exit_code
 from taguru_ray.llm.client import ChatClient, open_session
-from taguru_ray.llm.ladder import PINNED, PROMPTED, probe
+from taguru_ray.llm.probe import probe
+from taguru_ray.pipeline.ladder import starting_rung
+from taguru_ray.pipeline.run_inputs import RunInputs
+from taguru_ray.pipeline.segment_job import SegmentJob, SegmentOutcome
 from taguru_ray.pipeline.steer import Contribution
+from taguru_ray.pipeline.vocabulary import contribution
 from taguru_ray.settings import Settings
 from taguru_ray.store.checkpoints import Checkpoint
 from taguru_ray.store.lease import LeaseLock
 from taguru_ray.store.manifest import Manifest
 from taguru_ray.store.outdir import Fenced, OutDir
-from taguru_ray.store.run_inputs import RunInputs
-from taguru_ray.store.vocabulary import contribution
 
 SETTLE_BATCH = 64  # settled segments per claims-ledger call
 SETTLE_DELAY_S = 0.02  # the longest a failed segment's settling waits to be sent
@@ -392,9 +393,7 @@ class ExtractRun:
                 rung, why = await probe(client.complete)
             self.console.err(f"{FAILURE_PREFIX}structured output: auto resolved to {rung} ({why})")
             return rung
-        if settings.ladder.structured_output in PINNED:
-            return PINNED[settings.ladder.structured_output]
-        return PROMPTED if settings.ladder.max_output_tokens else None
+        return starting_rung(settings.ladder.structured_output, settings.ladder.max_output_tokens)
 
     async def _extract(self, job: SegmentJob) -> None:
         outcome = await self._run_on_a_worker(job)

@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
+from taguru_ray.pipeline.run_inputs import RunInputs
 from taguru_ray.settings import Settings
-from taguru_ray.store.run_inputs import RunInputs, read_run_inputs
+from taguru_ray.store.run_inputs import read_run_inputs
 
 
 def load_run_inputs(settings: Settings) -> RunInputs:

@@ -23,11 +23,11 @@ from taguru_ray.pipeline.read import (
     redact_segment,
     segment_sha256,
 )
+from taguru_ray.pipeline.run_inputs import InputDigests, RunInputs
 from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.settings import Settings, compute_inputs
 from taguru_ray.store.inputs import read_source
 from taguru_ray.store.outdir import OutDir
-from taguru_ray.store.run_inputs import InputDigests, RunInputs
 from taguru_ray.text.redact import Rule, scan_answer_text
 
 

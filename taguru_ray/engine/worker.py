@@ -23,25 +23,27 @@ import fsspec
 import ray
 
 from taguru_ray import heap
+from taguru_ray.contract.completion import Completion, CompletionRequest
 from taguru_ray.contract.names import attempts_name
 from taguru_ray.contract.records import Record
 from taguru_ray.contract.records.sidecar import RunRecord
 from taguru_ray.engine.batches import failed_outcome
 from taguru_ray.engine.commits import CommitBatches
-from taguru_ray.engine.piece import Complete
-from taguru_ray.engine.ports import Model, SegmentJob, SegmentOutcome
+from taguru_ray.engine.ports import Complete, Model
 from taguru_ray.engine.recorder import StoreRecorder
-from taguru_ray.engine.replay import ReplayBook, Replayer
-from taguru_ray.engine.report import FAILURE_PREFIX
+from taguru_ray.engine.replay import Replayer
 from taguru_ray.engine.segment import extract_segment
 from taguru_ray.gateway.kept import GatewayAdmission, GatewayRung
 from taguru_ray.llm import metrics
-from taguru_ray.llm.client import ChatClient, Completion, CompletionRequest, open_session
+from taguru_ray.llm.client import ChatClient, open_session
 from taguru_ray.pipeline.claims import Proposal, Verdict
+from taguru_ray.pipeline.replay_book import ReplayBook
+from taguru_ray.pipeline.report import FAILURE_PREFIX
+from taguru_ray.pipeline.run_inputs import RunInputs
+from taguru_ray.pipeline.segment_job import SegmentJob, SegmentOutcome
 from taguru_ray.settings import Settings
 from taguru_ray.store.logs import Sidecar
 from taguru_ray.store.outdir import Fenced, OutDir
-from taguru_ray.store.run_inputs import RunInputs
 
 WRITER_THREADS = 32
 

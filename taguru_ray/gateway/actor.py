@@ -23,7 +23,7 @@ from taguru_ray.gateway.pool import Lease, PermitPool, Stopped
 from taguru_ray.gateway.wire import Grant, KeptOutcome, Outcome, Word
 from taguru_ray.llm import metrics
 from taguru_ray.llm.client import Usage
-from taguru_ray.llm.ladder import RungState
+from taguru_ray.pipeline.ladder import RungState
 
 
 @ray.remote(num_cpus=0, max_concurrency=100_000)

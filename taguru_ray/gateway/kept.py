@@ -233,7 +233,7 @@ class GatewayAdmission:
                         number.set_exception(error)
                 return
             for offset, number in enumerate(numbering):
-                if not number.done():
+                if not number.done() and first is not None:  # asked for: numbers came
                     number.set_result(first + offset)
             self.rung_seen = (rung,)
             self._keep = 0 if self._stopped else keep

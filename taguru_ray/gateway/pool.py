@@ -29,15 +29,12 @@ from taguru_ray.gateway.limits import AdaptiveLimit
 from taguru_ray.gateway.wire import Waiter
 from taguru_ray.llm.client import Usage
 from taguru_ray.llm.retry import BACKOFF_CEILING_SECONDS
+from taguru_ray.pipeline.effects import Stopped  # no new request goes on the wire
 
 WINDOW_SECONDS = 60.0
 FAILURES_BEFORE_REST = 3
 FIRST_REST_SECONDS = 15.0
 LONGEST_REST_SECONDS = 300.0
-
-
-class Stopped(Exception):
-    """The run is stopping (first Ctrl+C or SIGTERM): no new request goes on the wire."""
 
 
 @dataclass

@@ -29,8 +29,8 @@ class Outcome(NamedTuple):
 
     outcome: str
     latency_seconds: float
-    input_tokens: int | None
-    output_tokens: int | None
+    input_tokens: int
+    output_tokens: int
     retry_after: float | None
 
     @staticmethod

@@ -8,7 +8,7 @@ from taguru_ray.settings.fingerprint import (
     settings_record,
 )
 from taguru_ray.settings.model import Settings, declarations
-from taguru_ray.settings.resolve import read_config_file, resolve_settings
+from taguru_ray.settings.resolve import resolve_settings
 
 __all__ = [
     "PROMPT_VERSION",
@@ -16,7 +16,6 @@ __all__ = [
     "checkpoint_fingerprint",
     "compute_inputs",
     "declarations",
-    "read_config_file",
     "resolve_settings",
     "settings_record",
 ]

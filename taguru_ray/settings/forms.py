@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from taguru_ray.pipeline.plan import DEFAULT_CHUNK_BYTES
 
 if TYPE_CHECKING:
+    from taguru_ray.pipeline.run_inputs import InputDigests
     from taguru_ray.settings.model import Settings
-    from taguru_ray.store.run_inputs import InputDigests
 
 DEFAULT_ESCALATION_FACTOR = 2
 DEFAULT_RUNAWAY_RATIO = 8

@@ -20,11 +20,13 @@ from taguru_ray.pipeline.steps import STEP_FOLD
 from taguru_ray.settings import forms, values
 from taguru_ray.settings.forms import DEFAULT_ESCALATION_FACTOR, DEFAULT_RUNAWAY_RATIO
 from taguru_ray.settings.knob import Group, Input, Knob
-from taguru_ray.store.lease import DEFAULT_LEASE_SECONDS
 
 # Seed 002: carryover is on by default (it costs no model call; the naming drift it
 # prevents costs one). It orders a segment's chunks, so --parallel then waits on it.
 DEFAULT_CARRYOVER = 32
+# An object store's lock lease: long enough to ride out a slow renewal, short enough that
+# a dead holder's --out is taken over within a minute (ADR 0009).
+DEFAULT_LEASE_SECONDS = 60.0
 # The most of a bad answer a corrective turn replays (seed 000 replays it whole when
 # unset): far above a normal answer, so only a runaway one is cut — it would otherwise
 # be paid for again as input on every corrective turn.

@@ -20,8 +20,8 @@ from pydantic import BaseModel, ConfigDict
 from taguru_ray.settings import values
 
 if TYPE_CHECKING:
+    from taguru_ray.pipeline.run_inputs import InputDigests
     from taguru_ray.settings.model import Settings
-    from taguru_ray.store.run_inputs import InputDigests
 
 Form = Literal["value", "switch", "repeat", "positional", "optional"]
 

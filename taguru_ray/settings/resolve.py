@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from taguru_ray.contract.items import MAX_DESCRIPTION_BYTES, MAX_NAME_BYTES, MAX_TAG_BYTES, MAX_TAGS
@@ -32,15 +32,20 @@ def known_variables() -> frozenset[str]:
     return frozenset(d.knob.env for d in declarations() if d.knob.env)
 
 
-def resolve_settings(flags: Mapping[str, Any], environ: Mapping[str, str]) -> Settings:
+def resolve_settings(
+    flags: Mapping[str, Any],
+    environ: Mapping[str, str],
+    read_config: Callable[[str], Mapping[str, str]],
+) -> Settings:
     """Merge parsed flags (None = not given), the environment and ``--config``.
 
     `flags` holds the raw strings argparse collected (True for a switch, a list
-    for a repeatable flag), keyed by setting name.
+    for a repeatable flag), keyed by setting name; `read_config` reads the
+    ``--config`` file (`store.config_file`), so resolving does no I/O itself.
     """
     every = list(declarations())
     config_path = next(_resolve(d, flags, environ, {}) for d in every if d.name == "config")
-    config = read_config_file(config_path) if config_path else {}
+    config = read_config(config_path) if config_path else {}
     _check_source_flags(flags)
     chosen = {d.name: _resolve(d, flags, environ, config) for d in every}
     chosen["config"] = config_path  # a file never names another
@@ -94,20 +99,10 @@ def _resolve(
         raise UsageError(f"{where}: {error}") from None
 
 
-def read_config_file(path: str) -> dict[str, str]:
-    """Read ``KEY=VALUE`` lines (``#`` comments, blank lines, optional ``export``, quotes)."""
-    from taguru_ray.store.inputs import read_regular  # the one reader of a user's file
-
-    try:
-        lines = read_regular(path).decode("utf-8").splitlines()
-    except OSError as error:
-        raise UsageError(
-            f"--config {path}: cannot read it ({error.strerror or error}) — give a KEY=VALUE file"
-        ) from None
-    except UnicodeDecodeError:
-        raise UsageError(f"--config {path}: not UTF-8 text") from None
+def parse_config(text: str, path: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines (``#`` comments, blank lines, optional ``export``, quotes)."""
     found: dict[str, str] = {}
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from taguru_ray.contract.names import checkpoint_name
+from taguru_ray.contract.names import CHECKPOINTS, checkpoint_name
 from taguru_ray.contract.records.checkpoint import CheckpointDocument
-from taguru_ray.store.outdir import CHECKPOINTS, OutDir
+from taguru_ray.store.outdir import OutDir
 
 
 def checkpoint_path(source: str) -> str:

@@ -39,10 +39,10 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from taguru_ray.contract.names import LOCK
 from taguru_ray.errors import MESSAGE_PREFIX, StartupError
-from taguru_ray.store.outdir import LOCK, Fenced, OutDir
+from taguru_ray.store.outdir import Fenced, OutDir
 
-DEFAULT_LEASE_SECONDS = 60.0
 # Without a conditional write, how long to wait before reading a written lease
 # back: a racing writer's PUT lands within it, and the read-back then sees it.
 SETTLE_SECONDS = 1.0
@@ -248,7 +248,7 @@ class LeaseLock:
         out: OutDir,
         say: Callable[[str], None],
         *,
-        seconds: float = DEFAULT_LEASE_SECONDS,
+        seconds: float,
         store: LeaseStore | None = None,
         on_lost: Callable[[], None] = _thread.interrupt_main,
         clock: Callable[[], float] = time.time,

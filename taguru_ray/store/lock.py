@@ -20,9 +20,10 @@ import stat
 from collections.abc import Callable
 from typing import IO
 
+from taguru_ray.contract.names import LOCK
 from taguru_ray.errors import StartupError
 from taguru_ray.store.lease import LeaseLock, refusal
-from taguru_ray.store.outdir import LOCK, OutDir
+from taguru_ray.store.outdir import OutDir
 
 
 class OutLock:

@@ -31,8 +31,8 @@ from collections.abc import Container, Iterator, Mapping, MutableMapping
 from typing import IO, Any
 
 from taguru_ray.contract.manifest_entry import ENTRY_DEFAULTS, MANIFEST_FIELDS
-from taguru_ray.contract.names import output_name
-from taguru_ray.store.outdir import MANIFEST, MANIFEST_JOURNAL, OutDir
+from taguru_ray.contract.names import MANIFEST, MANIFEST_JOURNAL, output_name
+from taguru_ray.store.outdir import OutDir
 
 _ABSENT = object()
 _DERIVED = object()  # a row's output: the name output_name(source) gives

@@ -36,15 +36,10 @@ from typing import IO, Any, Protocol, TypeVar
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
+from taguru_ray.contract.names import CHECKPOINTS, MANIFEST, MANIFEST_JOURNAL, TRACE
 from taguru_ray.store.commit import COMMITTER, stage_append, stage_write, staging
 
 T = TypeVar("T")
-
-MANIFEST = ".extract-manifest.json"
-MANIFEST_JOURNAL = ".extract-manifest.d"
-LOCK = ".extract.lock"
-CHECKPOINTS = ".extract-checkpoints"
-TRACE = ".extract-trace"
 
 
 class Appender(Protocol):

@@ -18,7 +18,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from taguru_ray.store.outdir import TRACE, OutDir
+from taguru_ray.contract.names import TRACE
+from taguru_ray.store.outdir import OutDir
 
 Record = dict[str, Any]
 ATTEMPTS_SUFFIX = ".attempts.jsonl"

@@ -3,22 +3,23 @@
 from __future__ import annotations
 
 from taguru_ray.contract.context_schema import schema_offer
-from taguru_ray.engine.ports import Model, SegmentJob
 from taguru_ray.pipeline.prompt import system_prompt
+from taguru_ray.pipeline.replay_book import ReplayBook
+from taguru_ray.pipeline.run_inputs import RunInputs
+from taguru_ray.pipeline.segment_job import SegmentJob
 from taguru_ray.pipeline.steer import Steering
-from taguru_ray.settings import Settings
-from taguru_ray.store.run_inputs import RunInputs
+from taguru_ray.settings.groups import Prompting
 from taguru_ray.text.candidates import candidates, render_candidates
 
 
-def steering_for(job: SegmentJob, settings: Settings, inputs: RunInputs, text: str) -> Steering:
+def steering_for(job: SegmentJob, prompt: Prompting, inputs: RunInputs, text: str) -> Steering:
     """The steer step's output for one segment: what taguru-ray offers the model.
 
     Blocks in prompt order after the label reuse list: the context's names
     (--vocabulary), the schema (its relations the run already uses first),
     then the segment's own names (--candidates).
     """
-    names = tuple(candidates(text)) if settings.prompt.candidates else ()
+    names = tuple(candidates(text)) if prompt.candidates else ()
     offer = (
         schema_offer(inputs.schema, (use.label for use in job.vocabulary))
         if inputs.schema is not None
@@ -26,8 +27,8 @@ def steering_for(job: SegmentJob, settings: Settings, inputs: RunInputs, text: s
     )
     return Steering(
         job.vocabulary,
-        settings.prompt.questions,
-        settings.prompt.fact_budget,
+        prompt.questions,
+        prompt.fact_budget,
         blocks=(inputs.context_block, offer.text if offer else "", render_candidates(names)),
         context_names=inputs.context_names,
         schema=offer.to_json() if offer else None,
@@ -36,15 +37,15 @@ def steering_for(job: SegmentJob, settings: Settings, inputs: RunInputs, text: s
 
 
 def system_for(
-    steering: Steering, settings: Settings, model: Model
+    steering: Steering, book: ReplayBook | None, pin: bool
 ) -> tuple[str, str | None, list[str]]:
-    """The segment's system prompt: this run's, or the recording's when replay pins the one
-    it names. A log naming several (carryover, an overview pass, several runs) pins them
-    piece by piece instead (`_Run.system_of`)."""
+    """The segment's system prompt: this run's, or the recording's when a replay (`book`)
+    pins the one it names. A log naming several (carryover, an overview pass, several
+    runs) pins them piece by piece instead (`SegmentState.system_of`)."""
     system = system_prompt(steering)
-    if model.replay is None or not settings.records.pin_system:
+    if book is None or not pin:
         return system, None, []
-    pinned = model.replay.book.pinned_system()
+    pinned = book.pinned_system()
     if pinned is None:
         return system, None, []
     content, recorded_run = pinned

@@ -1,4 +1,4 @@
-"""The structured-output ladder: rungs, the run-wide rung, and the `auto` probe.
+"""The structured-output ladder: rungs, the run-wide rung, and what a rung promises.
 
 `--structured-output` picks a rung of the capability ladder (ADR 0001 §6):
 ``json_schema`` sends the canonical schema as a strict ``response_format``,
@@ -6,7 +6,7 @@
 the endpoint once at startup — a tiny completion that invites prose, carrying
 exactly the extraction ``response_format`` — and keeps the strongest rung whose
 answer verifies, because a backend may accept a parameter without honouring
-it. Under ``auto`` the rung is also demoted at run time (ADR 0021) when a piece
+it (`llm/probe.py`). Under ``auto`` the rung is also demoted at run time (ADR 0021) when a piece
 exhausts the ladder under a constrained rung: run-wide, compare-and-demote,
 never reversed. Pinned rungs never demote.
 """
@@ -14,7 +14,6 @@ never reversed. Pinned rungs never demote.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +22,6 @@ from taguru_ray.contract.answer_schema import (
     response_format_json_schema,
     schema_errors,
 )
-from taguru_ray.llm.client import Completion, CompletionRequest
-from taguru_ray.pipeline.parse import Answer, parse_answer
 
 JSON_SCHEMA = "json_schema"
 JSON_OBJECT = "json_object"
@@ -39,6 +36,14 @@ def response_format(rung: str) -> dict[str, Any] | None:
     if rung == JSON_OBJECT:
         return response_format_json_object()
     return None
+
+
+def starting_rung(structured_output: str, max_output_tokens: int) -> str | None:
+    """The rung a run starts at when `auto` does not probe for one: the pinned rung, else
+    prompted JSON on the ladder (a budget alone engages it), else none — off the ladder."""
+    if structured_output in PINNED:
+        return PINNED[structured_output]
+    return PROMPTED if max_output_tokens else None
 
 
 def below(rung: str) -> str | None:
@@ -112,36 +117,3 @@ def non_conformance(rung: str, text: str | None) -> str | None:
         if errors:
             return "; ".join(errors[:3])
     return None
-
-
-PROBE_SYSTEM = "You are a helpful assistant."
-PROBE_USER = (
-    "In a sentence or two, tell me what a knowledge graph is. Then give the facts of "
-    "'Ray runs on Kubernetes.' as associations."
-)
-
-
-async def probe(complete: Callable[[CompletionRequest], Awaitable[Completion]]) -> tuple[str, str]:
-    """Resolve `auto`: the strongest rung whose probe answer verifies, and why."""
-    messages = [
-        {"role": "system", "content": PROBE_SYSTEM},
-        {"role": "user", "content": PROBE_USER},
-    ]
-    findings = []
-    for rung in (JSON_SCHEMA, JSON_OBJECT):
-        completion = await complete(
-            CompletionRequest(messages, max_tokens=512, response_format=response_format(rung))
-        )
-        why = _probe_failure(rung, completion)
-        if why is None:
-            return rung, "; ".join([*findings, f"{rung} verified"])
-        findings.append(f"{rung}: {why}")
-    return PROMPTED, "; ".join(findings)
-
-
-def _probe_failure(rung: str, completion: Completion) -> str | None:
-    if completion.outcome != "answer":
-        return completion.error or completion.outcome
-    if not isinstance(parse_answer(completion.text), Answer):
-        return "the answer was not a JSON object"
-    return non_conformance(rung, completion.text)

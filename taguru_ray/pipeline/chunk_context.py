@@ -2,18 +2,18 @@
 
 `plan_segment` is the plan step under every mode (structure-preferring
 boundaries when the mode is on). `overview_pass` asks once per chunk — or
-takes the checkpointed answer — through the port it is handed, and
+takes the checkpointed answer — with the program it is handed, and
 `blocks_for` builds each chunk's context block from the units, the merged
 overview and, under ``ingested``, what the target context's export knows.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from taguru_ray.pipeline.annotate import ContextBlock, context_block
+from taguru_ray.pipeline.effects import Parallel, Program, SaveOverview
 from taguru_ray.pipeline.overview import (
     Merged,
     Overview,
@@ -24,14 +24,13 @@ from taguru_ray.pipeline.overview import (
 from taguru_ray.pipeline.plan import Chunk, plan_chunks
 from taguru_ray.pipeline.plan_structure import plan_chunks_by_structure
 from taguru_ray.pipeline.structure import Unit, units
-from taguru_ray.store.vocabulary import Vocabulary, known_relations
+from taguru_ray.pipeline.vocabulary import Vocabulary, known_relations
 from taguru_ray.text.paragraphs import Paragraph
 
 OVERVIEW_MODES = ("overview", "ingested")
 
-# (chunk, the units opening in it) -> (answer, None) or (None, why it is unusable)
-Ask = Callable[[Chunk, list[Unit]], Awaitable[tuple[str | None, str | None]]]
-Save = Callable[[str, str], Awaitable[None]]
+# (chunk, the units opening in it) -> a program answering (answer, None) or (None, why)
+AskOverview = Callable[[Chunk, list[Unit]], Program[tuple[str | None, str | None]]]
 
 
 def plan_segment(
@@ -57,25 +56,22 @@ class OverviewPass:
         return merge_overviews(self.answers, self.overviews)
 
 
-async def overview_pass(
+def overview_pass(
     chunks: Sequence[Chunk],
     found: Sequence[Unit],
     cached: dict[str, str],
-    ask: Ask,
-    save: Save,
+    ask: AskOverview,
     width: int,
-) -> OverviewPass:
+) -> Program[OverviewPass]:
     """Every chunk's overview: the checkpoint's answer when it has one (an empty one is a
-    failed ask, never re-asked), else one ask; `width` asks run at once."""
+    failed ask, never re-asked), else one ask, saved; `width` asks run at once."""
     result = OverviewPass(answers=[""] * len(chunks), overviews=[None] * len(chunks))
-    gate = asyncio.Semaphore(max(width, 1))
 
-    async def one(chunk: Chunk) -> None:
+    def one(chunk: Chunk) -> Program[None]:
         opening = opening_units(found, chunk)
         answer = cached.get(chunk.sha256)
         if answer is None:
-            async with gate:
-                answer, why = await ask(chunk, opening)
+            answer, why = yield from ask(chunk, opening)
             result.asked += 1
             if answer is not None:
                 parsed = parse_overview(answer, opening)
@@ -83,15 +79,19 @@ async def overview_pass(
                     answer, why = None, parsed
             if answer is None:
                 result.notes.append((chunk, f"overview skipped ({why}) — extracted without it"))
-            await save(chunk.sha256, answer or "")
+            yield SaveOverview(chunk.sha256, answer or "")
         if answer:
             parsed = parse_overview(answer, opening)
             if isinstance(parsed, Overview):
                 result.answers[chunk.index] = answer
                 result.overviews[chunk.index] = parsed
 
-    await asyncio.gather(*(one(chunk) for chunk in chunks))
+    yield Parallel(tuple(_start(one, chunk) for chunk in chunks), max(width, 1))
     return result
+
+
+def _start(one: Callable[[Chunk], Program[None]], chunk: Chunk) -> Callable[[], Program[None]]:
+    return lambda: one(chunk)
 
 
 def blocks_for(

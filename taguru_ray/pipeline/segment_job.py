@@ -1,0 +1,43 @@
+"""One segment's extraction as values: the job a worker is handed, what a checkpoint hands
+back, and the outcome the driver gets."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from taguru_ray.contract.records import Record
+from taguru_ray.pipeline.steer import Contribution, LabelUse
+
+
+@dataclass(frozen=True)
+class SegmentJob:
+    """What the driver hands a worker: one segment and what earlier segments settled."""
+
+    index: int
+    source: str
+    data: bytes
+    written_id: str
+    vocabulary: tuple[LabelUse, ...]
+
+
+@dataclass
+class Resume:
+    """What a checkpoint hands back: finished units, and the pieces already split."""
+
+    units: dict[str, Record] = field(default_factory=dict)
+    splits: dict[str, int] = field(default_factory=dict)  # piece id -> split cap
+    overview: dict[str, str] = field(default_factory=dict)  # chunk sha256 -> overview answer
+
+
+@dataclass
+class SegmentOutcome:
+    index: int
+    source: str
+    status: str  # written | failed | interrupted
+    report: str | None = None  # the stdout line of a written segment
+    notes: list[str] = field(default_factory=list)  # stderr lines, failure line last
+    inputs: dict[str, Any] | None = None  # the manifest entry to record
+    contribution: Contribution = field(default_factory=Contribution)
+    counts: dict[str, int] = field(default_factory=dict)
+    completions: int = 0
