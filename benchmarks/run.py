@@ -777,7 +777,7 @@ def prepare_extracted(bench: Bench, segments: int) -> tuple[Path, Path, int]:
     Returns (corpus, out, bytes of the corpus).
     """
     from taguru_ray.cli.extract import parse_flags
-    from taguru_ray.contract.names import output_name, written_id
+    from taguru_ray.contract.names import MANIFEST, output_name, written_id
     from taguru_ray.contract.source_file import Header, Passage, SourceFile, render_source_file
     from taguru_ray.pipeline.read import decode_segment, segment_sha256
     from taguru_ray.pipeline.run_inputs import InputDigests
@@ -785,7 +785,7 @@ def prepare_extracted(bench: Bench, segments: int) -> tuple[Path, Path, int]:
     from taguru_ray.store.config_file import read_config_file
     from taguru_ray.store.inputs import expand
     from taguru_ray.store.manifest import Manifest
-    from taguru_ray.store.outdir import MANIFEST, OutDir
+    from taguru_ray.store.outdir import OutDir
 
     NO_DIGESTS = InputDigests()  # the timed run reads no --vocabulary/--schema
     corpus = bench.corpus(segments)

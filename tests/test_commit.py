@@ -11,11 +11,12 @@ from typing import Any
 
 import pytest
 
+from taguru_ray.contract.names import TRACE
 from taguru_ray.engine.recorder import StoreRecorder
 from taguru_ray.store import commit
 from taguru_ray.store.checkpoints import Checkpoint
 from taguru_ray.store.logs import AttemptsLog
-from taguru_ray.store.outdir import TRACE, OutDir
+from taguru_ray.store.outdir import OutDir
 
 
 class _WatchedBarrier(commit._Barrier):

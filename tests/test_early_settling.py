@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from taguru_ray.cli.extract import parse_flags
-from taguru_ray.contract.names import output_name, written_id
+from taguru_ray.contract.names import MANIFEST, output_name, written_id
 from taguru_ray.contract.source_file import Header, Passage, SourceFile, render_source_file
 from taguru_ray.engine.run import ExtractRun
 from taguru_ray.engine.scan import Console
@@ -20,7 +20,7 @@ from taguru_ray.settings import compute_inputs, resolve_settings
 from taguru_ray.store.config_file import read_config_file
 from taguru_ray.store.inputs import expand
 from taguru_ray.store.manifest import MANIFEST_FIELDS, Manifest
-from taguru_ray.store.outdir import MANIFEST, OutDir
+from taguru_ray.store.outdir import OutDir
 from tests.support import CONTEXT
 
 ENV = {"TAGURU_EXTRACT_URL": "http://127.0.0.1:9/v1", "TAGURU_EXTRACT_MODEL": "taguru-sim"}

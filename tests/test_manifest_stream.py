@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from taguru_ray.contract.names import MANIFEST
 from taguru_ray.store import manifest as manifest_module
 from taguru_ray.store.manifest import Manifest
-from taguru_ray.store.outdir import MANIFEST, OutDir
+from taguru_ray.store.outdir import OutDir
 from tests.test_store import entry
 
 

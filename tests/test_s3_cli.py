@@ -18,11 +18,18 @@ from typing import Any
 import fsspec
 import pytest
 
-from taguru_ray.contract.names import attempts_name, checkpoint_name, output_name
+from taguru_ray.contract.names import (
+    LOCK,
+    MANIFEST,
+    MANIFEST_JOURNAL,
+    attempts_name,
+    checkpoint_name,
+    output_name,
+)
 from taguru_ray.contract.source_file import parse_source_file
 from taguru_ray.simulate.harness import SimulatorProcess
 from taguru_ray.store.lease import LeaseLock
-from taguru_ray.store.outdir import LOCK, MANIFEST, MANIFEST_JOURNAL, OutDir
+from taguru_ray.store.outdir import OutDir
 from tests import s3 as server
 from tests.s3 import S3
 from tests.support import CONTEXT, REPO, Cli

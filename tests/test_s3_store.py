@@ -15,7 +15,7 @@ from typing import Any
 import fsspec
 import pytest
 
-from taguru_ray.contract.names import attempts_name
+from taguru_ray.contract.names import LOCK, MANIFEST, MANIFEST_JOURNAL, TRACE, attempts_name
 from taguru_ray.engine.recorder import StoreRecorder
 from taguru_ray.errors import StartupError
 from taguru_ray.store.checkpoints import Checkpoint, count_reusable
@@ -29,7 +29,7 @@ from taguru_ray.store.lease import (
 from taguru_ray.store.lock import lock_for
 from taguru_ray.store.logs import AttemptsLog, Sidecar
 from taguru_ray.store.manifest import ENTRY_DEFAULTS, Manifest, journal_name
-from taguru_ray.store.outdir import LOCK, MANIFEST, MANIFEST_JOURNAL, TRACE, Fenced, OutDir
+from taguru_ray.store.outdir import Fenced, OutDir
 from tests import s3 as server
 from tests.s3 import S3
 

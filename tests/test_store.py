@@ -3,12 +3,13 @@ from pathlib import Path
 
 import pytest
 
+from taguru_ray.contract.names import MANIFEST
 from taguru_ray.errors import StartupError
 from taguru_ray.store.checkpoints import Checkpoint, count_reusable
 from taguru_ray.store.lock import OutLock
 from taguru_ray.store.logs import AttemptsLog
 from taguru_ray.store.manifest import Manifest
-from taguru_ray.store.outdir import MANIFEST, LinkRefused, OutDir
+from taguru_ray.store.outdir import LinkRefused, OutDir
 
 
 def entry(**fields: object) -> dict:
