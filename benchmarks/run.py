@@ -1090,7 +1090,10 @@ def run_bench(
     results_dir.mkdir(parents=True, exist_ok=True)
     target = results_dir / f"{name}-{stamp}.json"
     results["plot"] = plot(results, results_dir / "latest.png") or str(results_dir / "latest.png")
-    target.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    body = json.dumps(results, indent=2, sort_keys=True) + "\n"
+    target.write_text(body, encoding="utf-8")
+    # The one the repository keeps (a run's own timestamped file is not committed).
+    (results_dir / f"{name}-latest.json").write_text(body, encoding="utf-8")
     return target
 
 

@@ -1,4 +1,4 @@
-"""Cyclic garbage collection for the run's long-lived processes (ADR 0015).
+"""Cyclic garbage collection for the run's long-lived processes (ADR 0016).
 
 A segment worker allocates tens of thousands of short-lived objects a second
 (answers, records, futures). With CPython's default young-generation threshold

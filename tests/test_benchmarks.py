@@ -84,9 +84,11 @@ def results(tmp_path_factory: pytest.TempPathFactory, ray_address: str) -> dict[
         timeout=900,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    written = sorted((folder / "results").glob("bench-smoke-*.json"))
-    assert len(written) == 1
-    assert (folder / "results" / "latest.png").stat().st_size > 0
+    out = folder / "results"
+    latest = out / "bench-smoke-latest.json"
+    written = [path for path in out.glob("bench-smoke-*.json") if path != latest]
+    assert len(written) == 1 and latest.read_bytes() == written[0].read_bytes()
+    assert (out / "latest.png").stat().st_size > 0
     return json.loads(written[0].read_text(encoding="utf-8"))
 
 

@@ -47,7 +47,7 @@ def test_removed_fixture_removes_exactly_its_paths(name: str) -> None:
     assert judgement.issues == []
     piece = PieceState(PIECE, judgement.output(rules), None, "", "", list(judgement.removals))
     prune_dangling([piece])
-    # Older fixtures say "document"; since ADR 0040 the wording is "segment".
+    # Older fixtures say "document"; since taguru ADR 0040 the wording is "segment".
     expected = [line.replace("document", "segment") for line in fixture["removed"]]
     assert [r.text for r in piece.removed] == expected
     assert len(piece.output.associations) == fixture["surviving_associations"]
@@ -75,7 +75,7 @@ STRICT_OUTCOME = {
 }
 
 
-# The seed removes single-character labels (ADR 0013): this corrected answer
+# The seed removes single-character labels (taguru ADR 0013): this corrected answer
 # validates, and its one-character label is then removed, not asked about.
 CORRECTED_REMOVALS = {
     "association_zero_weight": [

@@ -1,4 +1,5 @@
-"""The occurrence check (ADR 0013 section 4 + ADR 0036): which subject/object names survive."""
+"""The occurrence check (taguru ADR 0013 section 4 + taguru ADR 0036): which subject/object
+names survive."""
 
 from __future__ import annotations
 
@@ -77,7 +78,7 @@ def test_fixture_reasons_match_the_removal_records() -> None:
         "associations[4]: " + occurrence_reason([("object", "Kubernetes cluster autoscaler")]),
     ]
     older = load_fixture("removed", "association_fabricated_object")
-    # The older fixture predates ADR 0040's "segment" wording.
+    # The older fixture predates taguru ADR 0040's "segment" wording.
     assert [line.replace("document text", "segment text") for line in older["removed"]] == [
         "associations[2]: " + occurrence_reason([("object", "MongoDB")])
     ]
@@ -146,7 +147,7 @@ def test_empty_name_is_not_this_checks_finding() -> None:
     assert occurs(" \u3000", "anything")
 
 
-# --- sparse-script names (ADR 0036) ---------------------------------------------------------
+# --- sparse-script names (taguru ADR 0036) --------------------------------------------------
 
 
 ABSTRACT = (
@@ -163,7 +164,7 @@ ABSTRACT = (
     ["a permanent position", "Kubernetes cluster autoscaler", "MongoDB", "a fixed-term role"],
 )
 def test_latin_name_built_from_unused_words_fails_against_english_text(name: str) -> None:
-    # The first three are fully covered by letter pairs of this abstract: ADR 0013's
+    # The first three are fully covered by letter pairs of this abstract: taguru ADR 0013's
     # pair rule alone would keep them.
     assert not occurs(name, ABSTRACT)
 

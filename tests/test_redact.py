@@ -1,4 +1,5 @@
-"""The redaction gate (ADR 0038, redact2): what is masked, how, and how it is accounted for."""
+"""The redaction gate (taguru ADR 0038, redact2): what is masked, how, and how it is accounted
+for."""
 
 from __future__ import annotations
 

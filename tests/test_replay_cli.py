@@ -1,4 +1,5 @@
-"""Replaying a recorded run (ADR 0031) and --resume-from, end to end against the simulator."""
+"""Replaying a recorded run (taguru ADR 0031) and --resume-from, end to end against the
+simulator."""
 
 from __future__ import annotations
 

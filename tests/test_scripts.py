@@ -1,4 +1,4 @@
-"""The foreign-ideograph check (ADR 0039): spellings in another language's repertoire."""
+"""The foreign-ideograph check (taguru ADR 0039): spellings in another language's repertoire."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_repertoire_holds_jis_x0208s_6356_ideographs() -> None:
         ("一", True),  # U+4E00, the block's first
         ("龠", True),  # U+9FA0, JIS X 0208's last
         ("\u9fff", False),  # the block's last, not in JIS X 0208
-        ("辭", True),  # an older form JIS X 0208 carries: passes (ADR 0039 section 4)
+        ("辭", True),  # an older form JIS X 0208 carries: passes (taguru ADR 0039 section 4)
         ("髙", False),  # a cp932 vendor extension, not JIS X 0208
         ("㐀", False),  # Extension A: outside the block, outside the repertoire
         ("﨑", False),  # a compatibility ideograph
@@ -130,7 +130,7 @@ def test_kana_half_width_katakana_and_latin_are_not_judged() -> None:
 def test_ideographs_outside_the_block_are_outside_the_repertoire() -> None:
     assert foreign("𠮷野家", "吉野家") == ["𠮷"]  # Extension B
     assert foreign("𠮷野家", "𠮷野家") == []
-    assert foreign("髙橋", "高橋") == ["髙"]  # ADR 0039 section 4's accepted limit
+    assert foreign("髙橋", "高橋") == ["髙"]  # taguru ADR 0039 section 4's accepted limit
     assert foreign("﨑", "崎") == ["﨑"]
 
 

@@ -34,7 +34,7 @@ PER_ANSWER = [
 ]
 # repaired/ fixtures whose issue needs the segment's names (Stage 2, run by `reconcile`).
 CROSS_ITEM = ["alias_conflicting_canonical", "alias_shadowing_spelling"]
-# Older reference's corrective wording for a dangling canonical; ADR 0013 made it a prune.
+# Older reference's corrective wording for a dangling canonical; taguru ADR 0013 made it a prune.
 DANGLING = "alias_dangling_canonical"
 
 RULES = Rules(paragraph_count=2, questions_cap=1)
@@ -89,7 +89,7 @@ def test_dangling_canonical_is_pruned_and_optionally_asked_about_first() -> None
     case, rules = repaired(DANGLING)
     stored = normalise(case["answer"], rules)
     assert collect_issues(case["answer"], rules) == []
-    assert cross_item_issues(stored) == []  # ADR 0013: no corrective issue by default
+    assert cross_item_issues(stored) == []  # taguru ADR 0013: no corrective issue by default
     assert cross_item_issues(stored, dangling_issues=True) == case["issues"]
     assert [d.record for d in dangling_aliases([stored])] == [
         'aliases[0]: canonical "存在しない" names nothing the associations contain'

@@ -1,4 +1,4 @@
-"""The context schema document behind ``--schema FILE`` (ADR 0009; seed 000).
+"""The context schema document behind ``--schema FILE`` (taguru ADR 0009; seed 000).
 
 Not the ``--structured-output json-schema`` wire format: this is Taguru's own
 description of what entity types and relations mean in the target context —
@@ -19,10 +19,10 @@ Lists are sets: repeats fold, order is irrelevant. Names are never trimmed.
 
 Install checks, in the reference's order: version 1; at most 500 types and 500
 relations; no relation named ``schema:type`` (reserved for type assertions,
-ADR 0009 §6.3 guard 3); every name (type, label, parent, domain/range entry)
+taguru ADR 0009 §6.3 guard 3); every name (type, label, parent, domain/range entry)
 at most 1024 bytes; a domain or range names at most 64 types; ``is_a`` has no
 cycle and stacks at most 8 types. A type *referenced* but not declared is
-legal (ADR 0009 §6.2): it is its own one-type closure, never an error.
+legal (taguru ADR 0009 §6.2): it is its own one-type closure, never an error.
 Stricter than the reference in one place: a JSON object repeating a key is
 refused (serde would silently keep the last value).
 
@@ -32,7 +32,7 @@ the document, keys in byte order, sets sorted, 2-space indent, ``": "``,
 non-ASCII raw, no final newline — so two files naming the same document in a
 different key order or layout fingerprint alike.
 
-The prompt block (ADR 0009 §11.1) and the trace's ``steering.schema`` come
+The prompt block (taguru ADR 0009 §11.1) and the trace's ``steering.schema`` come
 from one computation, `schema_offer`, so record and prompt cannot drift.
 """
 
@@ -389,7 +389,7 @@ class SchemaOffer:
     text: str
 
     def to_json(self) -> dict[str, list[str]]:
-        """The trace ``steering`` record's ``schema`` (ADR 0027)."""
+        """The trace ``steering`` record's ``schema`` (taguru ADR 0027)."""
         return {"types": list(self.types), "constrained_relations": list(self.relations)}
 
 
@@ -398,7 +398,7 @@ def schema_offer(
     live_labels: Iterable[str] = (),
     cap_bytes: int = SCHEMA_BLOCK_BYTES,
 ) -> SchemaOffer | None:
-    """The block ADR 0009 §11.1 adds to the system prompt, or None when none is prompted.
+    """The block taguru ADR 0009 §11.1 adds to the system prompt, or None when none is prompted.
 
     None under ``mode: off`` and when nothing fits or nothing is worth saying
     (no types, no constrained relation). Types in name order; relations with
@@ -442,7 +442,7 @@ def steering_schema(
     live_labels: Iterable[str] = (),
     cap_bytes: int = SCHEMA_BLOCK_BYTES,
 ) -> dict[str, list[str]] | None:
-    """The trace ``steering`` record's ``schema`` (ADR 0027): exactly what was prompted.
+    """The trace ``steering`` record's ``schema`` (taguru ADR 0027): exactly what was prompted.
 
     ``{"types": [...], "constrained_relations": [...]}`` in prompt order, or
     None (``null``) when no schema block was prompted.

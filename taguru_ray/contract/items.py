@@ -13,7 +13,7 @@ AliasKind = Literal["concept", "label"]
 
 # Byte caps shared by the answer contract and the source-file format.
 MAX_NAME_BYTES = 1024
-# A context *name* as the older `taguru_batch` / ADR 0042 headers carry it.
+# A context *name* as the older `taguru_batch` / taguru ADR 0042 headers carry it.
 MAX_CONTEXT_NAME_BYTES = 64
 MAX_DESCRIPTION_BYTES = 4096
 MAX_QUESTION_BYTES = 512

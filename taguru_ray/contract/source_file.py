@@ -6,7 +6,7 @@ its own bytes before returning them, so extract can never write a file that
 import would refuse: a bug upstream surfaces as a `SourceFileError` naming the
 line, never as a bad file on disk.
 
-Written (newest contract, ADR 0042 + 0046): UTF-8, one compact JSON object per
+Written (newest contract, taguru ADRs 0042 + 0046): UTF-8, one compact JSON object per
 line, ``\\n`` after every line, non-ASCII raw, keys in this order:
 
 1. ``{"type":"source","version":"2026-09-17","id","context_id"}`` plus
@@ -23,7 +23,7 @@ line, ``\\n`` after every line, non-ASCII raw, keys in this order:
 Read (the reference import's rules, plus the checks CONTRACT.md asks of
 extract's own output):
 
-- Headers: the newest shape; its ADR 0042 predecessor (``context`` instead of
+- Headers: the newest shape; its taguru ADR 0042 predecessor (``context`` instead of
   ``context_id``; its create block need not name the context); the MIRROR
   shape ``{"taguru_batch":1,"context","source","create":{...}}``, whose create
   block may also carry the context settings ``pinned``/``dice_floor``/
@@ -407,7 +407,7 @@ def _read_source_header(record: dict[str, Any]) -> Header:
     source_id = _text(record, "id", MAX_NAME_BYTES)
     if "context" in record and "context_id" in record:
         raise _Refused('give "context_id" or the older "context", not both')
-    if "context" in record:  # the ADR 0042 step, before context_id and create.name
+    if "context" in record:  # the taguru ADR 0042 step, before context_id and create.name
         context = _text(record, "context", MAX_CONTEXT_NAME_BYTES)
         name, description = _create(record, ("name", "description"), name_required=False)
     else:

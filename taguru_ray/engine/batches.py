@@ -1,7 +1,7 @@
 """Segments to one worker in batches: one actor call for the segments a turn hands it.
 
 An actor call costs the driver and the worker about 1 ms of CPU together, as much
-as a fifth of a small segment's whole cost (ADR 0017). The segments the driver
+as a fifth of a small segment's whole cost (ADR 0028). The segments the driver
 hands one worker in the same turn of its event loop go in one call, and the
 worker streams their outcomes back as they finish, those that finished together
 in one item, so a slow segment never holds a quick one's outcome back. A worker

@@ -1,4 +1,4 @@
-"""Replaying a recorded run (ADR 0031): a recorded completion stands in for a live one.
+"""Replaying a recorded run (taguru ADR 0031): a recorded completion stands in for a live one.
 
 A request is matched in the segment's `ReplayBook` by the exact conversation
 it would send (`pipeline/replay_book.py`): a request whose content changed (a

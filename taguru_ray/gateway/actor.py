@@ -8,7 +8,7 @@ gateway hands out leases naming the endpoint, numbers attempts in issue order
 (`attempt_seq` is run-wide), holds the run-wide structured-output rung, and
 keeps the counters the progress display and the metrics read. A worker with
 requests waiting returns a finished request's permit and takes the next in one
-call (`swap`, ADR 0015); requests are served oldest segment first (ADR 0016).
+call (`swap`, ADR 0024); requests are served oldest segment first (ADR 0016).
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ class PermitPool:
         Callers are served lowest `priority` first (a request's segment index: the
         oldest segment of the window holds the window back), then in arrival order.
         A permit is granted the moment it is free, to the first in line, so no
-        later caller can take it from a waiter that has not run yet (ADR 0015).
+        later caller can take it from a waiter that has not run yet (ADRs 0025, 0016).
         """
         waiter = self._enqueue(worker, tokens, priority)
         self._dispatch()

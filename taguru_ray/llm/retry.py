@@ -74,7 +74,7 @@ def transport_retrying(*, retry_timeouts: bool = True) -> AsyncRetrying:
     """A fresh retrying controller for one completion attempt.
 
     Under the escalation ladder a timeout is not retried at the same size
-    (ADR 0020): the split is the retry, so the caller turns `retry_timeouts` off.
+    (taguru ADR 0020): the split is the retry, so the caller turns `retry_timeouts` off.
     """
     return AsyncRetrying(
         stop=stop_after_attempt(TRANSPORT_TRIES),

@@ -1,6 +1,6 @@
 """The `annotate` step: the chunk context block that tells a chunk where it sits.
 
-ADR 0033 (``--chunk-context``): by default a chunk is read alone and cannot
+taguru ADR 0033 (``--chunk-context``): by default a chunk is read alone and cannot
 tell which act ``同法`` names or what ``前条`` provided. The block prefixes the
 chunk's user turn with the segment's own text around it. Its lines, in this
 order, each added only while the block stays within its cap — a quarter of

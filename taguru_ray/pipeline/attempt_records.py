@@ -15,7 +15,8 @@ from taguru_ray.pipeline.verdict import AttemptVerdict
 def move_record(
     move: type[MoveRecord], run_id: str, spec: PieceSpec, reason: str, **fields: Any
 ) -> Record:
-    """An attempts-log `move` record (ADR 0029): what the ladder did, in the stderr's words."""
+    """An attempts-log `move` record (taguru ADR 0029): what the ladder did, in the stderr's
+    words."""
     return move(
         run_id=run_id, piece_id=spec.piece_id, chunk_index=spec.piece.index, reason=reason, **fields
     ).record()

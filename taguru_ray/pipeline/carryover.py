@@ -1,4 +1,4 @@
-"""Carryover and gleaning (seed 002, ADR 0029): a chunk is not extracted alone.
+"""Carryover and gleaning (seed 002, taguru ADR 0029): a chunk is not extracted alone.
 
 Carryover: each chunk's system prompt names the (name, type) pairs validated
 from the earlier chunks of the same segment — the most recent `limit` of them,

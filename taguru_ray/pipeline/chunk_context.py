@@ -1,4 +1,5 @@
-"""--chunk-context for one segment: the plan, the overview pass, the blocks (ADR 0033, 0034).
+"""--chunk-context for one segment: the plan, the overview pass, the blocks
+(taguru ADRs 0033, 0034).
 
 `plan_segment` is the plan step under every mode (structure-preferring
 boundaries when the mode is on). `overview_pass` asks once per chunk — or

@@ -1,6 +1,6 @@
 """The `verify` step's ``--coverage`` half: sentences the segment said and no fact covers.
 
-ADR 0016 is the recall-side mirror of the occurrence check (ADR 0013): that
+taguru ADR 0016 is the recall-side mirror of the occurrence check (taguru ADR 0013): that
 check removes what the model asserted and the segment never said; this one
 reports what the segment said and the model never asserted. It is
 report-only — the source file is written whole either way, no model call is
@@ -13,7 +13,7 @@ from the source file it already has (CONTRACT.md section 8 "Coverage").
   ``.`` is not a terminator: it lives inside identifiers (``file.rs``,
   ``qwen2.5``), and missing one only makes a sentence longer, which can only
   make it easier to cover — the check errs toward flagging less.
-- A sentence holding two or more distinct candidate names — ADR 0014's
+- A sentence holding two or more distinct candidate names — taguru ADR 0014's
   segmentation (``candidates``) applied to the sentence itself — states
   something relational and is owed a triple.
 - It is covered when one kept association lands at least two of its three

@@ -11,7 +11,7 @@ Stage 1 is already clean: every name trimmed, kinds valid):
   one) to another canonical; the later output is blamed; an identical repeat
   is merge's duplicate fold, not a conflict;
 - dangling — the canonical names nothing the segment's associations use in its
-  namespace (concepts = subjects + objects, labels = labels). Under ADR 0013
+  namespace (concepts = subjects + objects, labels = labels). Under taguru ADR 0013
   that is no corrective issue but a prune after the corrective turns
   (``dangling_aliases``); ``dangling_issues=True`` also reports it as the older
   corrective issue ``aliases[i].canonical: names nothing the associations

@@ -2,7 +2,7 @@
 
 A piece is reused from the checkpoint, or asked in rounds (`rounds.run_round`)
 at the run's rung; an exhausted round demotes an `auto`-resolved constrained
-rung run-wide and restarts the piece (ADR 0021), or splits the piece at half
+rung run-wide and restarts the piece (taguru ADR 0021), or splits the piece at half
 its size (the split rung), or fails it when it is too small to split or the
 answer ran away. Accepted pieces may glean, and land in the checkpoint before
 anything else happens. Stage 2 then gives each clashing output one corrective
@@ -143,7 +143,8 @@ def _descend_split(
 
 
 def _demoted(state: SegmentState, piece: Piece, result: Exhausted) -> Program[bool]:
-    """ADR 0021: an auto-resolved constrained rung drops one rung, run-wide; True restarts."""
+    """taguru ADR 0021: an auto-resolved constrained rung drops one rung, run-wide;
+    True restarts."""
     if not state.ladder.demotable or result.rung not in CONSTRAINED:
         return False
     assert result.rung is not None

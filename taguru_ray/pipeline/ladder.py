@@ -1,14 +1,14 @@
 """The structured-output ladder: rungs, the run-wide rung, and what a rung promises.
 
-`--structured-output` picks a rung of the capability ladder (ADR 0001 §6):
+`--structured-output` picks a rung of the capability ladder (taguru ADR 0001 §6):
 ``json_schema`` sends the canonical schema as a strict ``response_format``,
 ``json_object`` sends JSON mode, ``prompted JSON`` sends none. ``auto`` probes
 the endpoint once at startup — a tiny completion that invites prose, carrying
 exactly the extraction ``response_format`` — and keeps the strongest rung whose
 answer verifies, because a backend may accept a parameter without honouring
-it (`llm/probe.py`). Under ``auto`` the rung is also demoted at run time (ADR 0021) when a piece
-exhausts the ladder under a constrained rung: run-wide, compare-and-demote,
-never reversed. Pinned rungs never demote.
+it (`llm/probe.py`). Under ``auto`` the rung is also demoted at run time
+(taguru ADR 0021) when a piece exhausts the ladder under a constrained rung:
+run-wide, compare-and-demote, never reversed. Pinned rungs never demote.
 """
 
 from __future__ import annotations

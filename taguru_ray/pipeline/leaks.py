@@ -1,4 +1,4 @@
-"""The answer scan under --redact (ADR 0038): what the masked text never showed.
+"""The answer scan under --redact (taguru ADR 0038): what the masked text never showed.
 
 The segment reached the model with every match masked, so a label or a
 question that still carries a rule's shape came from somewhere else — the

@@ -1,4 +1,4 @@
-"""The `validate` step's mechanical pass (ADR 0013): removal before correction.
+"""The `validate` step's mechanical pass (taguru ADR 0013): removal before correction.
 
 Items that could never import as answered are removed here, deterministically
 and with accounting, instead of spending corrective turns that measurably fix
@@ -6,11 +6,11 @@ nothing: a non-object element, a required field missing or empty, an alias
 mapping a spelling to itself, a single-character label, a name holding a
 control or bidi character (NUL, an ANSI escape, U+202E: never a name, and
 written verbatim it would reach a terminal or reorder a reader's view), a
-spelling written in another language's ideographs (ADR 0039), a subject or
-object the segment never states (ADR 0013 §4, ADR 0036). What removal cannot judge — a present
-but wrong-typed, oversized or out-of-range value — stays an issue for the
-corrective turn. If any issue remains, the whole answer goes back and these
-removals are discarded with it; otherwise it is accepted with them recorded.
+spelling written in another language's ideographs (taguru ADR 0039), a subject or
+object the segment never states (taguru ADR 0013 §4, taguru ADR 0036). What removal
+cannot judge — a present but wrong-typed, oversized or out-of-range value — stays an
+issue for the corrective turn. If any issue remains, the whole answer goes back and
+these removals are discarded with it; otherwise it is accepted with them recorded.
 
 Under ``--lossy`` nothing is corrected or removed: `lossy_pass` drops every
 element with an issue as a counted ``dropped`` loss instead.
@@ -122,8 +122,8 @@ def judge(
 
 
 def placeholder_reason(fields: list[tuple[str, str]]) -> str:
-    """``subject "«redacted email 3f9a»" is a redaction placeholder, not an entity`` (ADR 0038),
-    naming each field that holds one."""
+    """``subject "«redacted email 3f9a»" is a redaction placeholder, not an entity``
+    (taguru ADR 0038), naming each field that holds one."""
     return ", ".join(
         f"{field} {quote_for_issue(name)} is a redaction placeholder, not an entity"
         for field, name in fields

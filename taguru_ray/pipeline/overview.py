@@ -1,4 +1,4 @@
-"""The `overview` step (ADR 0034): one advisory ask per chunk, before any extraction.
+"""The `overview` step (taguru ADR 0034): one advisory ask per chunk, before any extraction.
 
 Under ``--chunk-context overview`` (and ``ingested``) the model is shown each
 chunk as extraction will see it, with the units opening in it listed by

@@ -1,6 +1,6 @@
 """The `plan` step under ``--chunk-context structure``: chunk boundaries fall on chapters.
 
-ADR 0033 gives the packing one preference (CONTRACT.md section 7): a block
+taguru ADR 0033 gives the packing one preference (CONTRACT.md section 7): a block
 that opens a unit at the segment's outermost level — a chapter, a top-level
 heading, a speaker's section — ends the current chunk once that chunk is past
 half the cap. Everything else is ``plan_chunks``: the same labelled blocks, the

@@ -2,13 +2,13 @@
 
 Shadowing and conflicting aliases can only be judged across the segment's
 outputs. Each offending output earns one corrective turn (the engine spends
-it); whatever the turn leaves standing is removed here with accounting (ADR
+it); whatever the turn leaves standing is removed here with accounting (taguru ADR
 0022): an alias records a spelling, never a fact, so losing one costs what the
 consolidation audit can propose later, while failing the segment over it cost
 every fact it held. A standing issue about anything but an alias fails the
 segment — a --schema domain/range or closed-labels finding among them. Then
 two mechanical prunes no model could fix: an alias whose
-canonical names nothing the associations contain (ADR 0013 Stage 2), and one
+canonical names nothing the associations contain (taguru ADR 0013 Stage 2), and one
 that would rewire a spelling an earlier segment claimed. Item paths index
 each output's own aliases, as the corrective turn's replayed answer does.
 """

@@ -1,4 +1,4 @@
-"""A segment's recorded completions, read from its attempts log (ADR 0031).
+"""A segment's recorded completions, read from its attempts log (taguru ADR 0031).
 
 A request is matched by the exact conversation it would send — every turn's
 role and content, the system turn by its hash — plus its requested output

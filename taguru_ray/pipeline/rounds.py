@@ -9,9 +9,9 @@ answer earns at most one correction; a refusal ends the piece at once.
 Off the ladder (no --structured-output, no --max-output-tokens) a cut-off
 answer that parses is judged like any other and one that does not is asked
 for a shorter answer. On the ladder a cut-off answer is never asked to
-shrink: it is a runaway (ADR 0035), or it escalates once to the larger
-budget (ADR 0019), or the round is exhausted and the caller demotes or
-splits; a timeout exhausts the round at once (ADR 0020). Stage 2's single
+shrink: it is a runaway (taguru ADR 0035), or it escalates once to the larger
+budget (taguru ADR 0019), or the round is exhausted and the caller demotes or
+splits; a timeout exhausts the round at once (taguru ADR 0020). Stage 2's single
 corrective turn (`correct_once`) is the same lap with a different ask.
 
 Each is a program (`effects`): it yields a completion to make, a record to
@@ -190,7 +190,7 @@ def _attempt(
 def _escalate_once(
     spec: PieceSpec, policy: LoopPolicy, budget: int, what: str
 ) -> Program[int | None]:
-    """ADR 0019/0032's one escalated resend of a cut-off answer — an extraction round's,
+    """taguru ADR 0019/0032's one escalated resend of a cut-off answer — an extraction round's,
     Stage 2's or an overview's: the `move` record, and the budget to resend at."""
     higher = policy.ladder.escalated(budget)
     yield LogMove(
@@ -229,7 +229,7 @@ def correct_once(
     issues standing (invalid, cut off, refused or empty). Transport failures raise.
 
     On the ladder a cut-off correction is resent once at the escalated budget
-    (ADR 0032); there is no piece to split, so cut off again it stands.
+    (taguru ADR 0032); there is no piece to split, so cut off again it stands.
     """
     ladder = policy.ladder
     messages = spec.conversation.corrective(
@@ -362,9 +362,9 @@ def glean(
 def ask_overview(
     spec: PieceSpec, policy: LoopPolicy, rung: str | None
 ) -> Program[tuple[str | None, str | None]]:
-    """The overview pass's one ask for a chunk (ADR 0034): (answer, None) or (None, why).
+    """The overview pass's one ask for a chunk (taguru ADR 0034): (answer, None) or (None, why).
 
-    Advisory, so never a corrective turn: a cut-off answer gets ADR 0019's one
+    Advisory, so never a corrective turn: a cut-off answer gets taguru ADR 0019's one
     escalated resend when a budget was sent, anything else unusable is simply
     reported. Under a constrained rung it asks for json_object — the extraction
     schema is the wrong shape for this answer.

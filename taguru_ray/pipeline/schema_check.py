@@ -1,4 +1,4 @@
-"""The schema's answer checks: ``schema_output_issues`` (ADR 0009 §11.2, CONTRACT.md 5).
+"""The schema's answer checks: ``schema_output_issues`` (taguru ADR 0009 §11.2, CONTRACT.md 5).
 
 With a ``--schema`` document, an answer is also judged against it; a finding
 earns its own targeted corrective turn (seed 000), bounded by the same

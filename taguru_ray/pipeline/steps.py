@@ -1,4 +1,4 @@
-"""The pipeline's named steps (ADR 0030, table edition 2): a public contract.
+"""The pipeline's named steps (taguru ADR 0030, table edition 2): a public contract.
 
 The names are what `--resume-from`, the records and the docs use; positions
 may shift when a step is added, names never do. `taguru-ray extract --steps`

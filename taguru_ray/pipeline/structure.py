@@ -1,6 +1,6 @@
 """The `structure` step: a segment's headings, read from its own lines.
 
-ADR 0033 (``--chunk-context structure``): a chunk is read better knowing the
+taguru ADR 0033 (``--chunk-context structure``): a chunk is read better knowing the
 chapter it sits in and which article ``前条`` means, so the segment's own
 structure is detected mechanically — no model, no dictionary, the same units
 for the same text. Every line of every canonical paragraph is classified; a

@@ -1,4 +1,4 @@
-"""How an answer is judged: the attempt states of ADR 0001 §7, and the faults found."""
+"""How an answer is judged: the attempt states of taguru ADR 0001 §7, and the faults found."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ class AttemptVerdict:
 
 
 def judge_answer(completion: Completion, spec: PieceSpec, lossy: bool) -> AttemptVerdict:
-    """Classify an answer into the attempt states of ADR 0001 §7 and find its faults."""
+    """Classify an answer into the attempt states of taguru ADR 0001 §7 and find its faults."""
     if completion.outcome != "answer":
         return AttemptVerdict(completion.outcome, parse_error=completion.error)
     reason = completion.finish_reason or ""

@@ -2,7 +2,7 @@
 
 One record per paragraph: how many kept associations and questions cite it,
 and its text when none does, so the paragraphs a source file never reflects
-are listable from the trace alone (ADR 0026).
+are listable from the trace alone (taguru ADR 0026).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ class Vocabulary:
 
     ``relations`` maps a concept to its strongest relations (`known_relations`
     order); ``label_uses`` counts associations plus label aliases per label,
-    ``schema:type`` excluded (ADR 0009 §6.3); the alias pairs are
+    ``schema:type`` excluded (taguru ADR 0009 §6.3); the alias pairs are
     ``(spelling, canonical)`` in export order.
     """
 
@@ -55,7 +55,7 @@ class Vocabulary:
 
 
 def prompt_names(vocabulary: Vocabulary) -> list[str]:
-    """The prompt's concept list: the first 200 names in byte order (ADR 0015 §4)."""
+    """The prompt's concept list: the first 200 names in byte order (taguru ADR 0015 §4)."""
     return sorted(vocabulary.concepts)[:CONTEXT_NAMES_CAP]
 
 

@@ -148,7 +148,8 @@ def storage_environment(environ: Mapping[str, str]) -> tuple[tuple[str, str], ..
 
 
 def _check_replay(chosen: Mapping[str, Any]) -> None:
-    """--replay and --resume-from (ADR 0031, #822): one or the other, and strict is offline."""
+    """--replay and --resume-from (taguru ADR 0031, #822): one or the other, and strict is
+    offline."""
     if chosen["resume_from"] is not None and chosen["replay"] != "off":
         raise UsageError(
             "--resume-from and --replay cannot both be given — --resume-from already selects "

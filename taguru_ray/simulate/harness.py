@@ -9,28 +9,30 @@ loop and CPU apart from the client under test, as a real model server is.
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import subprocess
 import sys
 import tempfile
 import threading
+import urllib.request
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-import httpx
-
 import taguru_ray
 
 _PROJECT_ROOT = Path(taguru_ray.__file__).resolve().parent.parent
+# The simulator is on loopback: a proxy set in the environment must not stand between.
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class SimulatorProcess:
     """A running `taguru-ray simulate`; use as a context manager.
 
     with SimulatorProcess("--slots", "2", "--latency-ms", "200") as sim:
-        httpx.post(sim.chat_url, json=request_body)
+        post(sim.chat_url, request_body)  # any HTTP client
         sim.stats()["max_in_flight"]
     """
 
@@ -40,7 +42,6 @@ class SimulatorProcess:
         self.stop_grace = stop_grace
         self._proc: subprocess.Popen[str] | None = None
         self._stderr: IO[bytes] | None = None
-        self._client: httpx.Client | None = None
         self._base_url: str | None = None
 
     @property
@@ -88,15 +89,11 @@ class SimulatorProcess:
             self.stop()
             raise RuntimeError(f"simulator did not start ({why})")
         self._base_url = line.strip()
-        self._client = httpx.Client(trust_env=False, timeout=30.0)
         return self
 
     def stop(self) -> int | None:
         """Terminate (then kill after `stop_grace` s); returns the exit code."""
         proc, self._proc = self._proc, None
-        if self._client is not None:
-            self._client.close()
-            self._client = None
         self._base_url = None
         if proc is None:
             return None
@@ -140,11 +137,14 @@ class SimulatorProcess:
         self.stop()
 
     def _call(self, method: str, path: str, body: object = None) -> Any:
-        if self._client is None:
-            raise RuntimeError("the simulator is not running; call start() or use `with`")
-        response = self._client.request(method, self.root_url + path, json=body)
-        response.raise_for_status()
-        return response.json()
+        """A control call on loopback (no proxy from the environment; an HTTP error
+        status raises)."""
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(self.root_url + path, data=data, method=method)
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        with _DIRECT.open(request, timeout=30.0) as response:
+            return json.loads(response.read())
 
     def _first_line(self, proc: subprocess.Popen[str]) -> str:
         # readline() has no timeout; a helper thread gives it one, so a server

@@ -1,4 +1,4 @@
-"""``--vocabulary PATH``: the target context's own names, read from its export (ADR 0015).
+"""``--vocabulary PATH``: the target context's own names, read from its export (taguru ADR 0015).
 
 An exported source stream of the target context (``taguru export --out DIR``,
 or ``GET /contexts/{id}/export`` saved to disk) steers each segment toward the
@@ -25,7 +25,7 @@ What is harvested (the reference's ``concept_vocabulary``/``label_vocabulary``):
 concept names = association subjects and objects + concept alias canonicals;
 labels = association labels + label alias canonicals; never alias spellings
 (the variants a canonical exists to fold). Also, for ``--chunk-context
-ingested`` (ADR 0033 §3.2), each concept's strongest few relations, and for the
+ingested`` (taguru ADR 0033 §3.2), each concept's strongest few relations, and for the
 run's ledgers, label use counts and the alias table.
 """
 

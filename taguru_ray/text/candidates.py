@@ -1,12 +1,12 @@
 """Candidate names: the segment's own spellings, segmented without a dictionary.
 
-ADR 0014 (``--candidates``, version ``seg1``): the names a segment itself
+taguru ADR 0014 (``--candidates``, version ``seg1``): the names a segment itself
 writes — kanji/katakana compounds split at hiragana, script-adjacent mixtures
 (``約40分``), ASCII identifiers (``cargo-nextest``) — are cut out mechanically
 and offered in the system prompt as preferred subject/object spellings, so a
 model reuses ``署名鍵`` instead of coining a variant. No dictionary, no model:
 the same text gives the same list on every run, in any language. The cost is
-known and accepted (ADR 0014 §4): an all-hiragana noun is never offered and a
+known and accepted (taguru ADR 0014 §4): an all-hiragana noun is never offered and a
 multi-word Latin noun phrase arrives one word at a time.
 
 The rule, CONTRACT.md section 8 "Candidates":
@@ -27,7 +27,7 @@ The rule, CONTRACT.md section 8 "Candidates":
    segment so every chunk is offered the same list.
 
 The same segmentation decides which sentences ``--coverage`` holds to account
-(ADR 0016), whether or not ``--candidates`` is on.
+(taguru ADR 0016), whether or not ``--candidates`` is on.
 """
 
 from __future__ import annotations
@@ -107,10 +107,10 @@ _BLOCK_HEAD = (
 def render_candidates(names: Sequence[str]) -> str:
     """The system-prompt block offering ``names``; the empty string when there are none.
 
-    Non-restrictive by contract (ADR 0014): reuse a listed spelling for the
+    Non-restrictive by contract (taguru ADR 0014): reuse a listed spelling for the
     entity it names, entities outside the list stay allowed. The names are the
     segment's text landing in the system turn, so the block frames them as
-    data. They stay a comma-joined line — the rendering ADR 0014 §3 measured;
+    data. They stay a comma-joined line — the rendering taguru ADR 0014 §3 measured;
     a JSON array regressed there.
     """
     if not names:

@@ -1,6 +1,6 @@
 """Rust's ``char::is_alphabetic`` and ``char::is_alphanumeric``, for Python.
 
-The occurrence check (ADR 0013 section 4 + ADR 0036) decides what a letter is,
+The occurrence check (taguru ADR 0013 section 4 + taguru ADR 0036) decides what a letter is,
 where a word of a name ends and which names are dense-script by these two Rust
 predicates, so a port must answer them the same way. Python's ``str.isalpha``
 is narrower: it is the letter categories only, while Unicode's Alphabetic

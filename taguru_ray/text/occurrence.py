@@ -2,7 +2,7 @@
 
 Model output is untrusted. A subject or object the piece never says is a
 fabrication no corrective turn can un-invent, so the mechanical removal pass
-drops it (ADR 0013 section 4) — deterministically, with no tokenizer and no
+drops it (taguru ADR 0013 section 4) — deterministically, with no tokenizer and no
 dictionary, the same answer on every attempt. The rule, CONTRACT.md section 8
 "Occurrence":
 
@@ -18,7 +18,7 @@ dictionary, the same answer on every attempt. The rule, CONTRACT.md section 8
    when at least 3/4 of its characters are covered — a dropped particle
    (``プールの最大接続数`` -> ``プール最大接続数``) still passes, a fabricated
    entity sharing one fragment does not.
-5. ADR 0036: in a sparse-script name (no alphabetic character of a dense
+5. taguru ADR 0036: in a sparse-script name (no alphabetic character of a dense
    script — ideographs, kana, hangul, bopomofo, half-width katakana) two shared
    letters are a bigram any text of the language supplies, so a run made of
    letters only is clipped at the first word end of the name and counts only
@@ -30,7 +30,7 @@ dictionary, the same answer on every attempt. The rule, CONTRACT.md section 8
 
 Names the prompt itself offered (``--vocabulary`` concept names, candidates,
 schema types) are an allowlist of folded spellings: steering and validation
-agree by construction (ADR 0015). Relation labels are never checked here.
+agree by construction (taguru ADR 0015). Relation labels are never checked here.
 """
 
 from __future__ import annotations
@@ -47,14 +47,14 @@ VERBATIM_MAX = 3
 # The cover threshold, covered / length >= 3 / 4.
 COVERAGE_NUM = 3
 COVERAGE_DEN = 4
-# ADR 0036 section 3.3: a two-letter whole word is a function word (``of``,
+# taguru ADR 0036 section 3.3: a two-letter whole word is a function word (``of``,
 # ``is``) present in any text; three admits real identifiers (``std``, ``API``).
 SPARSE_WORD_MIN_RUN = 3
 # ... and five is the shortest stem that survives inflection
 # (``selects``/``selection``) without being a fragment any paragraph supplies.
 SPARSE_STEM_MIN_RUN = 5
 
-# Alphabetic characters in these ranges make a name dense-script (ADR 0036
+# Alphabetic characters in these ranges make a name dense-script (taguru ADR 0036
 # section 3.1): hangul jamo, the CJK block range (radicals, kana, bopomofo,
 # ideographs), hangul jamo extended-A, hangul syllables and extended-B, the
 # compatibility ideographs, half-width katakana, the ideograph planes.
@@ -107,7 +107,8 @@ class Haystack:
 
 
 def name_occurs(name: str, haystack: Haystack, allowlist: frozenset[str] = frozenset()) -> bool:
-    """Whether a subject/object ``name`` plausibly appears in the haystack (ADR 0013 + 0036).
+    """Whether a subject/object ``name`` plausibly appears in the haystack
+    (taguru ADRs 0013 + 0036).
 
     ``allowlist`` holds folded spellings the prompt itself offered; such a name
     always passes. An empty name passes: emptiness is another rule's finding.
@@ -168,11 +169,12 @@ class _Glyphs:
         self.letter = [is_alphabetic(char) for char in chars]
 
     def is_sparse(self) -> bool:
-        """True when no character is an alphabetic dense-script one (ADR 0036 section 3.1)."""
+        """True when no character is an alphabetic dense-script one
+        (taguru ADR 0036 section 3.1)."""
         return not any(_is_dense(char) for char in self.text)
 
     def clip(self, start: int, length: int) -> int:
-        """ADR 0036 section 3.2: a letters-only run ends at the first word end inside it.
+        """taguru ADR 0036 section 3.2: a letters-only run ends at the first word end inside it.
 
         The cover then takes the longest run within the word, and letters of two
         adjacent words never assemble a stem neither word has. A run holding a

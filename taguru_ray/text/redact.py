@@ -1,4 +1,4 @@
-"""The redaction gate (ADR 0038, ``redact2``): what never reaches the model.
+"""The redaction gate (taguru ADR 0038, ``redact2``): what never reaches the model.
 
 Under ``--redact`` the segment text is masked at read, before chunking,
 candidates, the prompt, the passage and every record, so the placeholder is
@@ -345,7 +345,7 @@ PHONE_FORMS: tuple[str, ...] = (
 )
 
 
-# In ADR 0038's order, which is also the tie-break order between candidates.
+# In taguru ADR 0038's order, which is also the tie-break order between candidates.
 _BUILTINS: tuple[Rule, ...] = (
     _builtin("aws_access_key", SECRETS, r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     _builtin(
@@ -418,7 +418,7 @@ BUILTIN_NAMES: tuple[str, ...] = tuple(rule.name for rule in _BUILTINS)
 
 
 def builtin_rules(groups: frozenset[str]) -> list[Rule]:
-    """The built-ins of ``groups`` (a subset of ``GROUPS``), in ADR 0038's order."""
+    """The built-ins of ``groups`` (a subset of ``GROUPS``), in taguru ADR 0038's order."""
     _check_groups(groups)
     return [rule for rule in _BUILTINS if rule.group in groups]
 
@@ -435,7 +435,7 @@ def groups_from_setting(setting: str) -> frozenset[str]:
 
 
 def redaction_input(groups: frozenset[str], rules_sha256: str | None) -> str:
-    """The manifest/checkpoint ``redaction`` value (a computation input, ADR 0038 §3.5).
+    """The manifest/checkpoint ``redaction`` value (a computation input, taguru ADR 0038 §3.5).
 
     ``""`` off; ``redact2`` for both groups, ``redact2:secrets`` or
     ``redact2:pii`` for one; ``+<64 hex>`` (the rules file's whole SHA-256)
@@ -824,7 +824,7 @@ def _distinguishing_width(digests: list[str]) -> int:
 def scan_answer_text(text: str, rules: Sequence[Rule]) -> list[str]:
     """The rules a model-written string trips, distinct, in order of first hit.
 
-    The answer scan (ADR 0038 §3.3): the same rules, the same per-paragraph
+    The answer scan (taguru ADR 0038 §3.3): the same rules, the same per-paragraph
     matching; a placeholder in the string is what the masked text showed and
     trips nothing (a placeholder subject or object is removed elsewhere).
     """
@@ -841,7 +841,7 @@ def is_placeholder(name: str) -> bool:
 
 
 def contains_placeholder(name: str) -> bool:
-    """Whether ``name`` holds a placeholder anywhere — not an entity (ADR 0038 §3.3)."""
+    """Whether ``name`` holds a placeholder anywhere — not an entity (taguru ADR 0038 §3.3)."""
     return "«" in name and _PLACEHOLDER.search(name) is not None
 
 

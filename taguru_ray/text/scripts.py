@@ -1,4 +1,4 @@
-"""The foreign-ideograph check: a spelling in another language's repertoire (ADR 0039).
+"""The foreign-ideograph check: a spelling in another language's repertoire (taguru ADR 0039).
 
 A multilingual model answering a Japanese segment that says ``適用法律`` can
 write the simplified-Chinese ``适用法律``. That reads as the same term but is a
@@ -22,7 +22,7 @@ ideographs"):
   about the segment's language is judged.
 
 Not an occurrence check (labels stay unchecked for occurrence) and not a
-fingerprint input. Known limit (ADR 0039 section 4): an older form inside
+fingerprint input. Known limit (taguru ADR 0039 section 4): an older form inside
 JIS X 0208 (``辭``) passes, a rare Japanese ideograph outside it (``髙``)
 is flagged unless the segment writes it.
 """

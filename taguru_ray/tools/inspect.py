@@ -1,4 +1,4 @@
-"""``taguru-ray inspect``: one segment's attempts log as a person reads it (ADR 0037).
+"""``taguru-ray inspect``: one segment's attempts log as a person reads it (taguru ADR 0037).
 
 The attempts log (CONTRACT.md section 4.2) holds every completion a segment
 had with the model — the piece as sent, the answer, the ladder's moves — as

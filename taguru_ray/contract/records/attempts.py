@@ -87,7 +87,7 @@ class AttemptRecord(Typed):
 
 
 class MoveRecord(Typed):
-    """What the ladder did to a piece, in the stderr's words (ADR 0029)."""
+    """What the ladder did to a piece, in the stderr's words (taguru ADR 0029)."""
 
     TYPE: ClassVar[str] = "move"
     move: Move

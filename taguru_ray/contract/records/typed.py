@@ -82,7 +82,7 @@ class Rung(StrEnum):
 
 
 class State(StrEnum):
-    """How a completion ended (ADR 0001 section 7)."""
+    """How a completion ended (taguru ADR 0001 section 7)."""
 
     STOP_VALID = "stop_valid"
     STOP_MALFORMED = "stop_malformed"
@@ -103,7 +103,7 @@ class Stage(StrEnum):
 
 
 class Move(StrEnum):
-    """What the ladder did to a piece (ADR 0029)."""
+    """What the ladder did to a piece (taguru ADR 0029)."""
 
     ESCALATE = "escalate"
     DEMOTE = "demote"
