@@ -59,3 +59,14 @@ def test_every_import_runs_down_the_layers() -> None:
             if RANKS[name] > RANKS[owner] or (owner, name) in APART:
                 upward.append(f"{path.relative_to(PACKAGE.parent)}: {owner} imports {name}")
     assert upward == []
+
+
+def test_a_module_over_400_lines_says_why_in_its_docstring() -> None:
+    unexplained = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > 400:
+            doc = ast.get_docstring(ast.parse(text)) or ""
+            if "over 400 lines" not in doc:
+                unexplained.append(str(path.relative_to(PACKAGE.parent)))
+    assert unexplained == []

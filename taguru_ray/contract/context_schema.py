@@ -34,6 +34,9 @@ different key order or layout fingerprint alike.
 
 The prompt block (taguru ADR 0009 §11.1) and the trace's ``steering.schema`` come
 from one computation, `schema_offer`, so record and prompt cannot drift.
+
+Its length (over 400 lines) is one document's: reading, checking and offering
+a schema must agree on every rule of the reference's format.
 """
 
 from __future__ import annotations

@@ -55,6 +55,9 @@ extract's own output):
   reads as import itself does (`verify` of a whole folder): an out-of-range
   paragraph is import's to drop, and a canonical may be a name an earlier
   file interned, which only the folder's reader can judge.
+
+Its length (over 400 lines) is deliberate: the writer and the import parser of
+one format sit side by side, so the writer's self-check reads as import does.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ Ray and its segments are resubmitted; their checkpoints make the redo cheap.
 The first SIGINT or SIGTERM stops dispatching and stops the gateway granting
 permits — completions already on the wire finish and are checkpointed — and
 the run exits 130; a second signal exits 130 at once.
+
+Its length (over 400 lines) is the driver's: the scan, the window, dispatch,
+worker deaths, the stop and the summary share one event loop and its state.
 """
 
 from __future__ import annotations

@@ -35,6 +35,9 @@ line separates it from the chunk (``Segment '<path>', part K of N:`` ``\n``
 block ``\n\n`` chunk), so the block holds no blank line itself; a split
 sub-piece keeps its chunk's block. ``occurrence_text`` reads a turn of that
 shape back.
+
+Its length (over 400 lines) is one block's: the position, references, cast,
+known relations and synopses share one byte budget and one ordering.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Callable
 
 from taguru_ray.contract.names import TRACE, attempts_name, inspect_command, join, output_name
-from taguru_ray.contract.records import Record, dumps_lines
+from taguru_ray.contract.records import Record
 from taguru_ray.contract.records.attempts import ReplayRecord, SegmentAttempts
 from taguru_ray.contract.records.sidecar import SidecarSegment
 from taguru_ray.contract.source_file import SourceFileError
@@ -27,7 +27,7 @@ from taguru_ray.pipeline.chunk_context import (
     overview_pass,
     plan_segment,
 )
-from taguru_ray.pipeline.coverage import Gap, stderr_line, uncovered, uncovered_records
+from taguru_ray.pipeline.coverage import stderr_line
 from taguru_ray.pipeline.descent import descend, log_system, reconcile, rung_now
 from taguru_ray.pipeline.effects import (
     Begin,
@@ -42,19 +42,16 @@ from taguru_ray.pipeline.effects import (
     Stopped,
     WhereRecords,
 )
-from taguru_ray.pipeline.leaks import answer_leaks
 from taguru_ray.pipeline.mechanical import Offered
-from taguru_ray.pipeline.merge import Extraction, MergeInput, MergeRules, merge
+from taguru_ray.pipeline.merge import Extraction
 from taguru_ray.pipeline.overview import OVERVIEW_SYSTEM, overview_user
 from taguru_ray.pipeline.plan import Chunk
-from taguru_ray.pipeline.prompt import Conversation, system_prompt, system_sha256
+from taguru_ray.pipeline.prompt import Conversation, system_prompt
 from taguru_ray.pipeline.read import SegmentRefused, read_segment, redact_segment
 from taguru_ray.pipeline.reconcile import PieceState, proposal_of, prune_claimed
-from taguru_ray.pipeline.render import HeaderFields, render
 from taguru_ray.pipeline.replay_book import settings_differences
 from taguru_ray.pipeline.report import (
     FAILURE_PREFIX,
-    chunk_prefix,
     counts,
     piece_clause,
     report_line,
@@ -62,10 +59,17 @@ from taguru_ray.pipeline.report import (
 from taguru_ray.pipeline.rounds import PieceFailed, ask_overview
 from taguru_ray.pipeline.segment_job import SegmentOutcome
 from taguru_ray.pipeline.segment_state import SegmentState, SegmentTask
+from taguru_ray.pipeline.segment_write import (
+    Leaked,
+    merge_pieces,
+    merge_rules,
+    removal_lines,
+    write,
+)
 from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.pipeline.steering import steering_for, system_for
 from taguru_ray.pipeline.structure import Unit
-from taguru_ray.pipeline.trace import SegmentFacts, chunk_record, trace_records
+from taguru_ray.pipeline.trace import chunk_record
 from taguru_ray.settings import checkpoint_fingerprint, compute_inputs, settings_record
 from taguru_ray.text.occurrence import fold
 from taguru_ray.text.redact import stderr_summary
@@ -128,9 +132,9 @@ def extract(task: SegmentTask) -> Program[SegmentOutcome]:
     merged: Extraction | None = None
     if not state.failures and not state.interrupted:
         # The commit turn (ADR 0019): judged against every earlier segment, in name order.
-        merged = _merge(state, pieces)
+        merged = merge_pieces(state, pieces)
         kept = (association for association, _ in merged.associations)
-        verdict = yield Commit(proposal_of(pieces, _merge_rules(state), kept))
+        verdict = yield Commit(proposal_of(pieces, merge_rules(state), kept))
         if verdict is None:
             state.interrupted = True
         else:
@@ -151,7 +155,7 @@ def extract(task: SegmentTask) -> Program[SegmentOutcome]:
         outcome.notes.append(failure_line(state, min(state.failures), where))
         return outcome
     try:
-        extraction, source_bytes, trace_bytes, gaps = _write(state, pieces, merged)
+        extraction, source_bytes, trace_bytes, gaps = write(state, pieces, merged)
     except SourceFileError as error:
         outcome.notes.append(
             f"{FAILURE_PREFIX}{job.source}: the rendered source file failed its own import "
@@ -165,7 +169,7 @@ def extract(task: SegmentTask) -> Program[SegmentOutcome]:
             + " — the answer holds what the masked segment never showed; nothing was written"
         )
         return outcome
-    outcome.notes.extend(_removal_lines(state, pieces))
+    outcome.notes.extend(removal_lines(state, pieces))
     outcome.notes.extend(stderr_line(job.source, gap) for gap in gaps)
     written: list[str] = yield Finish(source_bytes, trace_bytes)
     outcome.notes.extend(f"{FAILURE_PREFIX}{job.source}: {note}" for note in written)
@@ -308,86 +312,6 @@ def _ask_overview(
         chunk, ask_overview(spec, state.policy(), rung)
     )
     return answer
-
-
-def _merge(state: SegmentState, pieces: list[PieceState]) -> Extraction:
-    inputs = [MergeInput(piece.piece_id, piece.output) for piece in pieces]
-    return merge(inputs, _merge_rules(state))
-
-
-def _merge_rules(state: SegmentState) -> MergeRules:
-    settings = state.settings
-    return MergeRules(
-        len(state.segment.paragraphs), settings.prompt.questions, not settings.source.no_passage
-    )
-
-
-def _write(
-    state: SegmentState, pieces: list[PieceState], merged: Extraction | None = None
-) -> tuple[Extraction, bytes, bytes, list[Gap]]:
-    """merge → render → verify, and the trace that describes them (with --coverage's gaps);
-    `merged`: the pieces' merge when the caller has it already."""
-    settings = state.settings
-    extraction = merged if merged is not None else _merge(state, pieces)
-    rendered = render(
-        extraction,
-        HeaderFields(
-            state.job.written_id,
-            settings.source.context,
-            settings.source.name,
-            settings.source.description,
-        ),
-        None if settings.source.no_passage else state.segment.text,
-        settings.source.date,
-        settings.source.tags,
-    )
-    facts = SegmentFacts(
-        state.run_id,
-        state.job.source,
-        state.segment.sha256,
-        state.batch_path,
-        system_sha256(state.system),
-        state.steering,
-        state.pinned_from,
-        state.carry,
-        {i: system_sha256(text) for i, text in state.chunk_systems.items()},
-        redactions=tuple(state.redactions),
-        units=state.units,
-        blocks=state.blocks,
-        overviews=state.overviews,
-    )
-    trace = trace_records(
-        facts, state.chunks, pieces, state.segment.paragraphs, extraction, rendered.items
-    )
-    first_item = 2 if settings.source.no_passage else 3  # after the header and the passage
-    findings = answer_leaks(rendered.items, state.inputs.redaction, first_item)
-    if findings:
-        raise Leaked(findings)
-    gaps: list[Gap] = []
-    if settings.records.coverage:
-        gaps = uncovered(state.segment.paragraphs, (a for a, _ in extraction.associations))
-        trace.extend(uncovered_records(gaps, state.segment.paragraphs, state.chunks))
-    return extraction, rendered.data, dumps_lines(trace), gaps
-
-
-class Leaked(Exception):
-    """--redact's answer scan found a rule's shape in a label or question."""
-
-    def __init__(self, findings: list[str]) -> None:
-        super().__init__(findings[0])
-        self.findings = findings
-
-
-def _removal_lines(state: SegmentState, pieces: list[PieceState]) -> list[str]:
-    """One stderr line per removal, path first; the chunk named when there are several."""
-    lines = []
-    for piece in pieces:
-        where = f"{chunk_prefix(piece.piece)} " if len(state.chunks) > 1 else ""
-        lines.extend(
-            f"{FAILURE_PREFIX}{state.job.source}: removed: {where}{removal.text}"
-            for removal in piece.removed
-        )
-    return lines
 
 
 def failure_line(state: SegmentState, chunk_index: int, kept: RecordsKept) -> str:

@@ -9,6 +9,9 @@ follow their consumers: the written file (`Source`), this invocation
 (`Run`), reading a segment (`Reading`), the prompt (`Prompting`), the
 answer ladder (`Ladder`), the endpoint (`Transport`), Ray (`Scale`) and the
 records a run leaves (`Records`).
+
+Its length (over 400 lines) is a table's: one declaration per setting, about
+sixty, grouped by consumer; every other module reads them from here.
 """
 
 from __future__ import annotations

@@ -33,6 +33,9 @@ The overview ask (`--chunk-context overview`, told apart by its system turn)
 gets `{"units":[...],"cast":[...]}` instead (`overview_for_turn`): for each
 listed unit the first sentence after its heading, and the chunk's names as
 the cast.
+
+Its length (over 400 lines) is the simulated model's: each ask the pipeline
+makes (extraction, correction, gleaning, overview) gets its answer here.
 """
 
 from __future__ import annotations

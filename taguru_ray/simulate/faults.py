@@ -53,6 +53,9 @@ normally):
 - `schema_loop`: the model loops under constrained decoding: schema-shaped
   output until `max_tokens` (`finish_reason: "length"`), or, with no cap, a
   stall until the client gives up.
+
+Its length (over 400 lines) is a catalogue's: one small section per fault a
+real endpoint shows.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ Outcomes and tokens are counted when decided, not when the answer is sent,
 so a client that gives up on a stalled request still shows in `/stats`.
 The server runs with handler cancellation on: a client that disconnects
 frees its slot, as a real model server aborts an abandoned generation.
+
+Its length (over 400 lines) is one server's: slots, latency, the OpenAI wire
+shapes, the control endpoints and their counters.
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ the lease: `check` (the driver's) and the deadline handed to the workers
 known expiry — the margin covers clock skew and a write in flight — and never
 after the lease was lost. A frozen holder's workers, which do not freeze with
 it, stop writing before anyone can take over.
+
+Its length (over 400 lines) is one protocol's: the lease record, the two
+conditional stores and the lock that renews and fences are read together.
 """
 
 from __future__ import annotations

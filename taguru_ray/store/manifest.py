@@ -17,6 +17,9 @@ compaction leaves its entries behind; the next `load` overlays them on the
 single file, so nothing written is ever re-paid. An entry older than the
 single file is not overlaid: a tool that knows no journal (the reference)
 rewrote the file after it, so the file is newer for every segment.
+
+Its length (over 400 lines) is one file's: the packed entries, the streamed
+parse, the journal and the compaction must agree on one encoding.
 """
 
 from __future__ import annotations

@@ -36,6 +36,9 @@ attempts log and no trace failed: it is counted under failed, its attempts,
 moves and cost are in every scope's sums, its quality values stay empty. A
 segment whose source file exists but whose trace does not (the advisory
 trace write failed) is counted as written, untraced, with no quality values.
+
+Its length (over 400 lines) is one fold's: every scope folds the same records
+by the same rules; `metric_tables.py` renders them.
 """
 
 from __future__ import annotations
