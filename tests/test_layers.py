@@ -15,7 +15,7 @@ RANKS = {
     "text": 0,
     "contract": 0,
     "pipeline": 1,
-    "settings": 1,  # declarations the program reads; pure (the --config reader is handed in)
+    "settings": 3,  # resolving flags, variables and --config (declarations: contract/settings)
     "llm": 2,
     "store": 2,
     "gateway": 3,

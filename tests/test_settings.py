@@ -4,6 +4,8 @@ from pathlib import Path
 import pytest
 
 from taguru_ray.cli.extract import parse_flags
+from taguru_ray.contract.settings import values
+from taguru_ray.contract.settings.fingerprint import compute_declarations
 from taguru_ray.errors import UsageError
 from taguru_ray.pipeline.run_inputs import InputDigests
 from taguru_ray.settings import (
@@ -14,9 +16,7 @@ from taguru_ray.settings import (
     declarations,
     resolve_settings,
     table,
-    values,
 )
-from taguru_ray.settings.fingerprint import compute_declarations
 from taguru_ray.store.config_file import read_config_file
 
 CONTEXT = "5b0d7f0e-6c1a-4d8e-9a51-2f3c4b5d6e7f"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from taguru_ray.errors import EXIT_INTERRUPTED, EXIT_USAGE, MESSAGE_PREFIX, TaguruRayError
 
 if TYPE_CHECKING:
-    from taguru_ray.settings.knob import Declared
+    from taguru_ray.contract.settings.knob import Declared
 
 HELP_HINT = " — try 'taguru-ray extract --help'"
 
@@ -59,7 +59,7 @@ GROUP_TITLES: dict[str, str | None] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The flags, each from its setting's declaration (`taguru_ray.settings.groups`)."""
+    """The flags, each from its setting's declaration (`taguru_ray.contract.settings.groups`)."""
     from taguru_ray.settings import declarations
 
     parser = _Parser(
@@ -155,7 +155,7 @@ def main(argv: Sequence[str]) -> int:
 
     flags = parse_flags(argv)
     if flags.pop("steps", False):
-        from taguru_ray.pipeline.steps import render_table
+        from taguru_ray.contract.steps import render_table
 
         print(render_table())
         return 0

@@ -14,10 +14,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from taguru_ray.contract.settings.sizes import MIN_CHUNK_BYTES
 from taguru_ray.text.paragraphs import Paragraph, is_white_space
 
-DEFAULT_CHUNK_BYTES = 24576
-MIN_CHUNK_BYTES = 512
 BLOCK_SEPARATOR = "\n\n"
 
 

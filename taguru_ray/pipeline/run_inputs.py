@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from taguru_ray.contract.context_schema import ContextSchema, schema_type_names
+from taguru_ray.contract.settings.digests import InputDigests
 from taguru_ray.pipeline.vocabulary import (
     Vocabulary,
     allowlist,
@@ -22,16 +23,6 @@ from taguru_ray.text.redact import Rule
 
 
 @dataclass(frozen=True)
-class InputDigests:
-    """What the inputs hash to: compute inputs of every segment (the manifest's fields)."""
-
-    redaction_input: str = ""
-    vocabulary_digest: str = ""
-    ingested_digest: str = ""
-    schema_digest: str = ""
-
-
-@dataclass(frozen=True)
 class RunInputs:
     """What every segment of the run is steered and judged by; shipped once per worker."""
 
@@ -39,7 +30,7 @@ class RunInputs:
     schema: ContextSchema | None = None
     redaction: tuple[Rule, ...] = ()  # --redact: built-ins of the groups, then the file's
     redact_key: bytes = field(default=b"", repr=False)  # the placeholders' HMAC key
-    digests: InputDigests = InputDigests()  # compute inputs of every segment
+    digests: InputDigests = field(default_factory=InputDigests)  # every segment's inputs
 
     # Computed once per worker, not once per segment: an export holds many names.
     @cached_property

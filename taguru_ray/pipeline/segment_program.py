@@ -19,6 +19,7 @@ from taguru_ray.contract.names import TRACE, attempts_name, inspect_command, joi
 from taguru_ray.contract.records import Record
 from taguru_ray.contract.records.attempts import ReplayRecord, SegmentAttempts
 from taguru_ray.contract.records.sidecar import SidecarSegment
+from taguru_ray.contract.settings import checkpoint_fingerprint, compute_inputs, settings_record
 from taguru_ray.contract.source_file import SourceFileError
 from taguru_ray.pipeline.carryover import carried, render_carryover
 from taguru_ray.pipeline.chunk_context import (
@@ -70,7 +71,6 @@ from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.pipeline.steering import steering_for, system_for
 from taguru_ray.pipeline.structure import Unit
 from taguru_ray.pipeline.trace import chunk_record
-from taguru_ray.settings import checkpoint_fingerprint, compute_inputs, settings_record
 from taguru_ray.text.occurrence import fold
 from taguru_ray.text.redact import stderr_summary
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from taguru_ray.contract.names import join, output_name
+from taguru_ray.contract.settings import Settings
 from taguru_ray.pipeline.annotate import ContextBlock, haystack_text
 from taguru_ray.pipeline.effects import LogMove, Program, Say
 from taguru_ray.pipeline.ladder import LadderConfig
@@ -27,7 +28,6 @@ from taguru_ray.pipeline.segment_job import Resume, SegmentJob
 from taguru_ray.pipeline.steer import Steering
 from taguru_ray.pipeline.structure import Unit
 from taguru_ray.pipeline.validate import Rules
-from taguru_ray.settings import Settings
 from taguru_ray.text.occurrence import Haystack
 from taguru_ray.text.redact import Redaction
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from taguru_ray.contract.context_schema import schema_offer
+from taguru_ray.contract.settings.groups import Prompting
 from taguru_ray.pipeline.prompt import system_prompt
 from taguru_ray.pipeline.replay_book import ReplayBook
 from taguru_ray.pipeline.run_inputs import RunInputs
 from taguru_ray.pipeline.segment_job import SegmentJob
 from taguru_ray.pipeline.steer import Steering
-from taguru_ray.settings.groups import Prompting
 from taguru_ray.text.candidates import candidates, render_candidates
 
 

@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from taguru_ray.contract.items import MAX_DESCRIPTION_BYTES, MAX_NAME_BYTES, MAX_TAG_BYTES, MAX_TAGS
+from taguru_ray.contract.settings import values
+from taguru_ray.contract.settings.knob import Declared
+from taguru_ray.contract.settings.model import Settings, declarations
 from taguru_ray.errors import UsageError
-from taguru_ray.settings import values
-from taguru_ray.settings.knob import Declared
-from taguru_ray.settings.model import Settings, declarations
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 # taguru-ray's own namespaces: another TAGURU_* variable may belong to another taguru tool.
@@ -97,30 +97,6 @@ def _resolve(
         return knob.parse(raw)
     except ValueError as error:
         raise UsageError(f"{where}: {error}") from None
-
-
-def parse_config(text: str, path: str) -> dict[str, str]:
-    """``KEY=VALUE`` lines (``#`` comments, blank lines, optional ``export``, quotes)."""
-    found: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("export "):
-            line = line[len("export ") :].lstrip()
-        key, sep, value = line.partition("=")
-        key = key.strip()
-        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-            # The line itself is never echoed: a malformed one may well hold a key.
-            raise UsageError(
-                f"--config {path}: line {number}: expected KEY=VALUE (the line is not shown: "
-                "it may hold a secret)"
-            )
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1]
-        found[key] = value
-    return found
 
 
 def unknown_variables(

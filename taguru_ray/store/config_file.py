@@ -1,9 +1,10 @@
-"""``--config FILE``: the file read, its ``KEY=VALUE`` lines parsed (`settings.resolve`)."""
+"""``--config FILE``: the file read and its ``KEY=VALUE`` lines parsed, for `settings.resolve`."""
 
 from __future__ import annotations
 
+import re
+
 from taguru_ray.errors import UsageError
-from taguru_ray.settings.resolve import parse_config
 from taguru_ray.store.inputs import read_regular
 
 
@@ -18,3 +19,27 @@ def read_config_file(path: str) -> dict[str, str]:
     except UnicodeDecodeError:
         raise UsageError(f"--config {path}: not UTF-8 text") from None
     return parse_config(text, path)
+
+
+def parse_config(text: str, path: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines (``#`` comments, blank lines, optional ``export``, quotes)."""
+    found: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export ") :].lstrip()
+        key, sep, value = line.partition("=")
+        key = key.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            # The line itself is never echoed: a malformed one may well hold a key.
+            raise UsageError(
+                f"--config {path}: line {number}: expected KEY=VALUE (the line is not shown: "
+                "it may hold a secret)"
+            )
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        found[key] = value
+    return found

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from taguru_ray.settings import values
+from taguru_ray.contract.settings import values
 
 if TYPE_CHECKING:
-    from taguru_ray.pipeline.run_inputs import InputDigests
-    from taguru_ray.settings.model import Settings
+    from taguru_ray.contract.settings.digests import InputDigests
+    from taguru_ray.contract.settings.model import Settings
 
 Form = Literal["value", "switch", "repeat", "positional", "optional"]
 

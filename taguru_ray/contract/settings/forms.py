@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from taguru_ray.pipeline.plan import DEFAULT_CHUNK_BYTES
+from taguru_ray.contract.settings.sizes import DEFAULT_CHUNK_BYTES
 
 if TYPE_CHECKING:
-    from taguru_ray.pipeline.run_inputs import InputDigests
-    from taguru_ray.settings.model import Settings
+    from taguru_ray.contract.settings.digests import InputDigests
+    from taguru_ray.contract.settings.model import Settings
 
 DEFAULT_ESCALATION_FACTOR = 2
 DEFAULT_RUNAWAY_RATIO = 8

@@ -125,7 +125,7 @@ def progress(value: str) -> str:
 
 
 def step(value: str) -> str:
-    from taguru_ray.pipeline.steps import STEP_NAMES
+    from taguru_ray.contract.steps import STEP_NAMES
 
     if value not in STEP_NAMES:
         raise ValueError(f"takes one of: {', '.join(STEP_NAMES)}; got {value!r}")

@@ -13,9 +13,9 @@ from typing import Any
 from taguru_ray.contract.manifest_entry import CHECKPOINT_FIELDS, MANIFEST_FIELDS
 from taguru_ray.contract.records.attempts import SettingsRecord
 from taguru_ray.contract.records.typed import Rung
-from taguru_ray.pipeline.run_inputs import InputDigests
-from taguru_ray.settings.knob import Declared
-from taguru_ray.settings.model import Settings, declarations
+from taguru_ray.contract.settings.digests import InputDigests
+from taguru_ray.contract.settings.knob import Declared
+from taguru_ray.contract.settings.model import Settings, declarations
 
 # Our prompts are our own words, so our prompt version must never equal one the
 # reference writes: a manifest entry from `taguru extract` is not our answer.

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar
 
-from taguru_ray.pipeline.plan import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
-from taguru_ray.pipeline.steps import STEP_FOLD
-from taguru_ray.settings import forms, values
-from taguru_ray.settings.forms import DEFAULT_ESCALATION_FACTOR, DEFAULT_RUNAWAY_RATIO
-from taguru_ray.settings.knob import Group, Input, Knob
+from taguru_ray.contract.settings import forms, values
+from taguru_ray.contract.settings.forms import DEFAULT_ESCALATION_FACTOR, DEFAULT_RUNAWAY_RATIO
+from taguru_ray.contract.settings.knob import Group, Input, Knob
+from taguru_ray.contract.settings.sizes import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
+from taguru_ray.contract.steps import STEP_FOLD
 
 # Seed 002: carryover is on by default (it costs no model call; the naming drift it
 # prevents costs one). It orders a segment's chunks, so --parallel then waits on it.

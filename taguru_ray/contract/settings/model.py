@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from taguru_ray.settings.groups import (
+from taguru_ray.contract.settings.groups import (
     GROUPS,
     Ladder,
     Prompting,
@@ -22,7 +22,7 @@ from taguru_ray.settings.groups import (
     Source,
     Transport,
 )
-from taguru_ray.settings.knob import Declared, knobs_of
+from taguru_ray.contract.settings.knob import Declared, knobs_of
 
 
 class Settings(BaseModel):
