@@ -28,6 +28,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from taguru_ray.contract.records.attempts import (
+    AttemptRecord,
+    MoveRecord,
+    ReplayRecord,
+    SegmentAttempts,
+    SettingsRecord,
+)
 from taguru_ray.tools.records import Lines, Record, attempt_key
 
 GLEANING = "gleaning"  # seed 002's "what did you miss" passes: never a correction
@@ -167,24 +174,23 @@ def build_report(target: str, lines: Lines, filter_: Filter) -> AttemptsReport:
     report.torn_tail = lines.torn_tail
     last: dict[str, Any] | None = None
     for record in lines.records:
-        kind = record.get("type")
-        if kind == "segment":
-            run_id = _text(record.get("run_id"))
+        if segment := SegmentAttempts.view(record):
+            run_id = _text(segment.run_id)
             report.runs.append(run_id)
             report.segment = {
-                "source": _text(record.get("source")),
+                "source": _text(segment.source),
                 "run_id": run_id,
-                "resumed": bool(record.get("resumed")),
+                "resumed": bool(segment.resumed),
             }
-        elif kind == "settings":
+        elif SettingsRecord.view(record):
             report.settings = {k: v for k, v in record.items() if k != "type"}
-        elif kind == "replay" and report.runs:
-            report.replays[report.runs[-1]] = _text(record.get("mode"))
-        elif kind == "attempt":
-            row = attempt_row(record)
+        elif (replay := ReplayRecord.view(record)) and report.runs:
+            report.replays[report.runs[-1]] = _text(replay.mode)
+        elif attempt := AttemptRecord.view(record):
+            row = attempt_row(attempt)
             report.attempts.append(row)
             last = {"run_id": row.run_id, "attempt_seq": row.attempt_seq}
-        elif kind == "move":
+        elif MoveRecord.view(record):
             report.moves.append(MoveRow(last, record))
     report.rows_read = len(report.attempts) + len(report.moves)
     report.next_piece, report.next_is_unfinished = _piece_to_open(report)
@@ -196,11 +202,12 @@ def build_report(target: str, lines: Lines, filter_: Filter) -> AttemptsReport:
     return report
 
 
-def attempt_row(record: Record) -> AttemptRow:
-    """One attempt record as a row; the piece's place is read off its first user turn."""
+def attempt_row(record: AttemptRecord) -> AttemptRow:
+    """One attempt record (a lenient view: a field the line lacks reads None) as a row;
+    the piece's place is read off its first user turn."""
     users = [
         turn["content"]
-        for turn in record.get("messages") or []
+        for turn in (record.messages if isinstance(record.messages, list) else [])
         if isinstance(turn, dict) and turn.get("role") == "user"
         if isinstance(turn.get("content"), str)
     ]
@@ -208,38 +215,41 @@ def attempt_row(record: Record) -> AttemptRow:
     preamble, body = split_turn(first) if first is not None else ("", None)
     span = paragraph_range(body) if body is not None else None
     return AttemptRow(
-        run_id=_text(record.get("run_id")),
-        attempt_seq=_int(record.get("attempt_seq")),
-        chunk_index=_int(record.get("chunk_index")),
+        run_id=_text(record.run_id),
+        attempt_seq=_int(record.attempt_seq),
+        chunk_index=_int(record.chunk_index),
         chunk_total=chunk_total(preamble) if first is not None else None,
-        piece_id=_text(record.get("piece_id")),
+        piece_id=_text(record.piece_id),
         paragraph_first=span[0] if span else None,
         paragraph_last=span[1] if span else None,
         piece_bytes=len(body.encode("utf-8")) if body is not None else None,
-        stage=_text(record.get("stage")),
-        attempt=_int(record.get("attempt")),
-        max_attempts=_int(record.get("max_attempts")),
-        state=_text(record.get("state")),
-        finish_reason=_optional_text(record.get("finish_reason")),
-        length_limited=bool(record.get("length_limited")),
-        rung=_optional_text(record.get("rung")),
-        requested_max_tokens=_int(record.get("requested_max_tokens")),
-        elapsed_seconds=_number(record.get("elapsed_seconds")),
-        input_tokens=_int(record.get("input_tokens")),
-        output_tokens=_int(record.get("output_tokens")),
-        transport_retries=_int(record.get("transport_retries")) or 0,
-        corrects=record.get("corrects") if attempt_key(record.get("corrects")) else None,
-        gleans=record.get("gleans") if attempt_key(record.get("gleans")) else None,
-        replayed_from=(
-            record.get("replayed_from") if attempt_key(record.get("replayed_from")) else None
-        ),
-        parse_error=_optional_text(record.get("parse_error")),
-        validation_issues=_texts(record.get("validation_issues")),
-        removed_items=_texts(record.get("removed_items")),
+        stage=_text(record.stage),
+        attempt=_int(record.attempt),
+        max_attempts=_int(record.max_attempts),
+        state=_text(record.state),
+        finish_reason=_optional_text(record.finish_reason),
+        length_limited=bool(record.length_limited),
+        rung=_optional_text(record.rung),
+        requested_max_tokens=_int(record.requested_max_tokens),
+        elapsed_seconds=_number(record.elapsed_seconds),
+        input_tokens=_int(record.input_tokens),
+        output_tokens=_int(record.output_tokens),
+        transport_retries=_int(record.transport_retries) or 0,
+        corrects=_ref(record.corrects),
+        gleans=_ref(record.gleans),
+        replayed_from=_ref(record.replayed_from),
+        parse_error=_optional_text(record.parse_error),
+        validation_issues=_texts(record.validation_issues),
+        removed_items=_texts(record.removed_items),
         piece_text=first,
         corrective_ask=users[-1] if len(users) > 1 else None,
-        answer=_optional_text(record.get("answer")),
+        answer=_optional_text(record.answer),
     )
+
+
+def _ref(value: Any) -> dict[str, Any] | None:
+    """An attempt reference as the line wrote it, when it names one."""
+    return value if attempt_key(value) and isinstance(value, dict) else None
 
 
 def split_turn(user: str) -> tuple[str, str]:

@@ -50,6 +50,19 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from taguru_ray.contract.records.attempts import (
+    AttemptRecord,
+    MoveRecord,
+    SegmentAttempts,
+    SettingsRecord,
+)
+from taguru_ray.contract.records.trace import (
+    AssociationItem,
+    LossTrace,
+    ParagraphTrace,
+    PieceTrace,
+    SegmentTrace,
+)
 from taguru_ray.errors import UsageError
 from taguru_ray.store.outdir import OutDir
 from taguru_ray.tools.records import Lines, SegmentFiles, attempt_key, segment_files
@@ -220,24 +233,24 @@ def _fold_trace(fold: Fold, trace: Lines) -> set[tuple[str, int]]:
     """Items, losses, paragraphs; returns the attempts the written pieces adopted."""
     adopted = set()
     for record in trace.records:
-        kind = record.get("type")
-        if kind == "segment" and isinstance(record.get("run_id"), str):
-            fold.built_by.add(record["run_id"])
-        elif kind == "item" and record.get("item") in _ITEM_KIND:
-            fold.kept[_ITEM_KIND[record["item"]]] += 1
-            if record["item"] == "association":
-                fold.labels[str(record.get("label"))] += 1
-                fold.concepts.update((str(record.get("subject")), str(record.get("object"))))
-        elif kind == "loss":
-            fold.lost[(str(record.get("item")), str(record.get("reason")))] += 1
-        elif kind == "paragraph":
-            size = _count(record.get("bytes"))
+        if segment := SegmentTrace.view(record):
+            if isinstance(segment.run_id, str):
+                fold.built_by.add(segment.run_id)
+        elif (item := AssociationItem.view(record)) and record.get("item") in _ITEM_KIND:
+            fold.kept[_ITEM_KIND[str(record.get("item"))]] += 1
+            if item.item == "association":
+                fold.labels[str(item.label)] += 1
+                fold.concepts.update((str(item.subject), str(item.object)))
+        elif loss := LossTrace.view(record):
+            fold.lost[(str(loss.item), str(loss.reason))] += 1
+        elif paragraph := ParagraphTrace.view(record):
+            size = _count(paragraph.bytes)
             fold.paragraphs += 1
             fold.paragraph_bytes += size
-            if record.get("covered") is True:
+            if paragraph.covered is True:
                 fold.covered += 1
                 fold.covered_bytes += size
-        elif kind == "piece" and (key := attempt_key(record.get("attempt"))):
+        elif (piece := PieceTrace.view(record)) and (key := attempt_key(piece.attempt)):
             adopted.add(key)
             fold.built_by.add(key[0])
     return adopted
@@ -256,46 +269,45 @@ def _fold_attempts(
     run = model = None
     replayed_piece: dict[str, bool] = {}  # piece id -> its latest completion was replayed
     for record in log.records:
-        kind = record.get("type")
-        if kind == "segment":
-            run = record.get("run_id")
-        elif kind == "settings" and isinstance(record.get("model"), str):
-            model = record["model"]
+        if segment := SegmentAttempts.view(record):
+            run = segment.run_id
+        elif (settings := SettingsRecord.view(record)) and isinstance(settings.model, str):
+            model = settings.model
             if isinstance(run, str):
                 models[run] = model
-        elif kind == "move":
-            if not replayed_piece.get(str(record.get("piece_id"))):
-                at(record.get("run_id", run)).moves[str(record.get("move"))] += 1
-        elif kind == "attempt":
+        elif move := MoveRecord.view(record):
+            if not replayed_piece.get(str(move.piece_id)):
+                at(record.get("run_id", run)).moves[str(move.move)] += 1
+        elif attempt := AttemptRecord.view(record):
             fold = at(record.get("run_id", run))
-            replayed = attempt_key(record.get("replayed_from")) is not None
-            replayed_piece[str(record.get("piece_id"))] = replayed
+            replayed = attempt_key(attempt.replayed_from) is not None
+            replayed_piece[str(attempt.piece_id)] = replayed
             if replayed:
                 fold.replayed += 1
                 continue
-            state = str(record.get("state"))
-            if record.get("stage") == GLEANING:
+            state = str(attempt.state)
+            if attempt.stage == GLEANING:
                 fold.gleanings[state] += 1
             else:
                 fold.states[state] += 1
-            _fold_cost(fold, record, models.get(str(record.get("run_id")), model), prices)
-            if adopted is None or record.get("run_id") not in built_by:
+            _fold_cost(fold, attempt, models.get(str(attempt.run_id), model), prices)
+            if adopted is None or attempt.run_id not in built_by:
                 continue
-            if attempt_key(record.get("corrects")) and record.get("stage") != GLEANING:
+            if attempt_key(attempt.corrects) and attempt.stage != GLEANING:
                 fold.corrective += 1
                 fold.adopted += attempt_key(record) in adopted
 
 
-def _fold_cost(fold: Fold, record: dict[str, Any], model: str | None, prices: Prices) -> None:
-    fold.transport_retries += _count(record.get("transport_retries"))
-    seconds = record.get("elapsed_seconds")
+def _fold_cost(fold: Fold, attempt: AttemptRecord, model: str | None, prices: Prices) -> None:
+    fold.transport_retries += _count(attempt.transport_retries)
+    seconds = attempt.elapsed_seconds
     if (
         isinstance(seconds, int | float)
         and not isinstance(seconds, bool)
         and math.isfinite(seconds)
     ):
         fold.seconds += seconds
-    tokens_in, tokens_out = _count(record.get("input_tokens")), _count(record.get("output_tokens"))
+    tokens_in, tokens_out = _count(attempt.input_tokens), _count(attempt.output_tokens)
     fold.input_tokens += tokens_in
     fold.output_tokens += tokens_out
     if prices.per_model:

@@ -61,6 +61,17 @@ class Typed(BaseModel):
         return ("type", *fields) if cls.TYPE else fields
 
     @classmethod
+    def view(cls, data: Mapping[str, Any]) -> Self | None:
+        """A lenient view of a line of this type, unvalidated: every field the line lacks
+        reads None, and values keep whatever type the line gave them. For the verbs that
+        show partial, hand-edited or older logs (`inspect`, `metrics`): they reach the
+        fields through the type, so a renamed field fails their tests, not a user."""
+        if data.get("type", "") != cls.TYPE:
+            return None
+        values = {name: data.get(info.alias or name) for name, info in cls.model_fields.items()}
+        return cls.model_construct(**values)
+
+    @classmethod
     def read(cls, data: Mapping[str, Any]) -> Self | None:
         """The record a parsed line holds, or None when it is not this type or does not
         fit it (a reader skips it, as it skips unknown types)."""
