@@ -26,8 +26,9 @@ from typing import Any
 
 import httpx
 
+from taguru_ray.contract.settings.sizes import DEFAULT_CHUNK_BYTES
 from taguru_ray.llm.client import endpoint_url
-from taguru_ray.pipeline.plan import DEFAULT_CHUNK_BYTES, plan_chunks
+from taguru_ray.pipeline.plan import plan_chunks
 from taguru_ray.pipeline.prompt import Conversation, system_prompt, user_turn
 from taguru_ray.pipeline.read import read_segment
 from taguru_ray.pipeline.steer import Steering
