@@ -258,6 +258,9 @@ def test_diagnostics_sidecar_holds_run_chunk_attempt_and_segment_records(
     assert all("messages" not in r for r in attempts)  # metadata only
     seqs = sorted(r["attempt_seq"] for r in attempts)
     assert seqs == list(range(1, len(attempts) + 1))
+    gateway = records[-1]  # the permits at the end: what benchmark extract reads
+    assert gateway["type"] == "gateway" and gateway["completions"] == len(attempts)
+    assert gateway["outcomes"]["ok"] == gateway["requests"] >= len(attempts)
 
 
 def test_a_second_run_on_the_same_out_is_refused(cli: Cli, tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ RANKS = {
     "engine": 4,
     "tools": 5,
     "simulate": 5,
+    "benchmark": 5,  # benchmark extract runs extract as a child; compare is pure
     "cli": 6,
     "__main__": 7,
     "__init__": 7,

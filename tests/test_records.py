@@ -301,6 +301,22 @@ CASES: list[tuple[type[Typed], str, dict[str, Any]]] = [
         ),
     ),
     (
+        sidecar.GatewayRecord,
+        "type run_id completions requests outcomes inflight_limit inflight_adaptive "
+        "max_in_flight input_tokens output_tokens",
+        dict(
+            run_id="r",
+            completions=3,
+            requests=4,
+            outcomes={"ok": 3, "http_429": 1},
+            inflight_limit=8,
+            inflight_adaptive=True,
+            max_in_flight=8,
+            input_tokens=10,
+            output_tokens=20,
+        ),
+    ),
+    (
         CheckpointUnit,
         "chunk_index attempt output user answer removed unparsed",
         dict(

@@ -16,6 +16,7 @@ verbs:
   anchoring  judge written source files against their own passage text
   metrics    fold an --out's records into metric tables (loss, coverage, cost, …)
   verify     check an --out as `taguru import` of the whole folder would read it
+  benchmark  extract a model matrix into a results directory; compare its measurements
 
 taguru-ray <verb> --help shows a verb's options.
 """
@@ -54,5 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         from taguru_ray.cli.verify import main as verify_main
 
         return verify_main(rest)
+    if verb == "benchmark":
+        from taguru_ray.cli.benchmark import main as benchmark_main
+
+        return benchmark_main(rest)
     print(f"taguru-ray: unknown verb {verb!r}\n\n{USAGE}", end="", file=sys.stderr)
     return 2

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
+from typing import NoReturn
 
 import fsspec
 
@@ -29,3 +30,31 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Name
         return parser.parse_args(list(argv))
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A parser whose usage errors are one line and a hint, not the whole usage, and whose
+    value flags may not be given twice (never last-wins)."""
+
+    def __init__(self, *args: object, label: str, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.label = label  # e.g. "benchmark extract"
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(
+            EXIT_USAGE,
+            f"taguru-ray: {self.label}: {message} — try 'taguru-ray {self.label} --help'\n",
+        )
+
+    def parse_once(self, argv: Sequence[str]) -> argparse.Namespace:
+        """Parse, refusing a value flag given twice."""
+        seen: set[str] = set()
+        for token in argv:
+            flag = token.split("=", 1)[0]
+            action = self._option_string_actions.get(flag)
+            if action is None or action.nargs == 0 or isinstance(action, argparse._AppendAction):
+                continue
+            if action.dest in seen:
+                self.error(f"{flag} given twice — give it once")
+            seen.add(action.dest)
+        return self.parse_args(list(argv))

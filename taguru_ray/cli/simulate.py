@@ -52,6 +52,9 @@ def main(argv: list[str]) -> int:
         retry_after=args.retry_after,
         stall_seconds=args.stall_seconds,
         capture=args.capture,
+        vary=args.vary,
+        vary_seed=args.vary_seed,
+        vary_run=args.vary_run,
     )
     try:
         asyncio.run(_run(config, args.host, args.port))
@@ -77,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=PROG,
         description="An OpenAI-compatible model simulator on loopback (not a model).",
+        epilog=VARY_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument(
@@ -140,7 +145,46 @@ def _parser() -> argparse.ArgumentParser:
         help="append every chat request's messages to FILE as one JSON line (what a model "
         "would have been shown — for checking what a run sends)",
     )
+    p.add_argument(
+        "--vary",
+        type=_bounded(float, 0, 1),
+        default=0.0,
+        metavar="P",
+        help="run-to-run answer variability: each association is varied with probability P "
+        "(0..1; default 0 = the same answer every run, byte for byte). See below",
+    )
+    p.add_argument(
+        "--vary-seed",
+        type=int,
+        default=0,
+        metavar="S",
+        help="seed of the --vary choices, apart from --seed (default 0)",
+    )
+    p.add_argument(
+        "--vary-run",
+        type=_bounded(int, 0),
+        default=0,
+        metavar="N",
+        help="the run of a request whose model name does not end in #run<N> (default 0)",
+    )
     return p
+
+
+VARY_EPILOG = """\
+--vary P: with P > 0, each association of an extraction answer is, with
+probability P, dropped, given another weight (-w, 0.5w, 0.75w, 1.5w or 2w),
+moved to the previous or next paragraph of the chunk, or given a case variant
+of its label; with probability P/4 the reversed association is added. Aliases
+left without their canonical are dropped. Every choice is a sha256 of
+(--vary-seed, run, prompt, association): the same seed, run and prompt answer
+the same from any simulator, in any order; another run answers differently.
+Varied answers stay valid under the extract contract.
+
+The run of a request: the number after "#run" ending its model name
+(--model taguru-sim#run2; "#run02" is run 2), else --vary-run. So one shared
+simulator serves several runs by model name, or one simulator per run is
+started with --vary-run N and needs no model name change.
+"""
 
 
 def _bounded(

@@ -29,6 +29,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from taguru_ray import heap
 from taguru_ray.contract.names import output_name
+from taguru_ray.contract.records.sidecar import GatewayRecord
 from taguru_ray.engine.ahead import READERS, ScanAhead
 from taguru_ray.engine.batches import WorkerBatches, failed_outcome, pick_worker
 from taguru_ray.engine.progress import Progress, mode_for
@@ -204,14 +205,16 @@ class ExtractRun:
                 "its journal keeps every entry, and a rerun once --out is writable again "
                 "compacts it and skips what was written"
             )
+        stats = await self._gateway_stats()
         if diagnostics is not None:
             try:
+                await diagnostics.write.remote([gateway_record(self.run_id, stats)])
                 await diagnostics.close.remote()
             except ray.exceptions.RayError as error:
                 self.store_failed = True
                 sidecar = self.settings.records.diagnostics_out
                 self.console.err(f"{FAILURE_PREFIX}could not finish {sidecar} ({error})")
-        return await self._summary()
+        return self._summary(stats)
 
     def _worker_placement(self) -> dict[str, Any]:
         """Spread the segment workers; `--worker-resource` keeps them on the nodes
@@ -565,20 +568,23 @@ class ExtractRun:
                     self.progress.status(done, t.written, t.failed, t.unchanged, stats)
                 )
 
-    async def _summary(self) -> int:
+    async def _gateway_stats(self) -> dict[str, Any]:
+        try:
+            # Outcomes on kept permits reach the gateway in batches: the last ones first.
+            flushes = (self.workers[index].flush.remote() for index in self._used)
+            await asyncio.gather(*flushes, return_exceptions=True)  # a dead one has no say
+            stats: dict[str, Any] = await self.gateway.stats.remote()
+        except ray.exceptions.RayError:
+            stats = {}
+        return stats
+
+    def _summary(self, stats: dict[str, Any]) -> int:
         tally = self.tally
         tail = STOPPED_TAIL if self.stopping else ""
         self.console.out(  # stdout, as seed 000's: scripts parse it
             f"extract: {tally.written} written, {tally.unchanged} unchanged, {tally.failed} failed "
             f"of {tally.total} segment(s){tail}"
         )
-        try:
-            # Outcomes on kept permits reach the gateway in batches: the last ones first.
-            flushes = (self.workers[index].flush.remote() for index in self._used)
-            await asyncio.gather(*flushes, return_exceptions=True)  # a dead one has no say
-            stats = await self.gateway.stats.remote()
-        except ray.exceptions.RayError:
-            stats = {}
         elapsed = time.monotonic() - self.started
         requests = sum(stats.get("outcomes", {}).values())
         self.console.err(
@@ -591,3 +597,21 @@ class ExtractRun:
                 f"{FAILURE_PREFIX}stopped after reaching {self.reached} of {tally.total} segment(s)"
             )
         return exit_code(tally.failed + int(self.store_failed), self.stopping)
+
+
+def gateway_record(run_id: str, stats: dict[str, Any]) -> dict[str, Any]:
+    """The sidecar's last record: the gateway's counters as the run ends (none when the
+    gateway could not be asked — a record of zeros says so)."""
+    outcomes = {str(name): int(count) for name, count in stats.get("outcomes", {}).items()}
+    limit = stats.get("limit")
+    return GatewayRecord(
+        run_id=run_id,
+        completions=int(stats.get("attempts", 0)),
+        requests=sum(outcomes.values()),
+        outcomes=dict(sorted(outcomes.items())),
+        inflight_limit=int(limit) if isinstance(limit, int) else None,
+        inflight_adaptive=bool(stats.get("adaptive", False)),
+        max_in_flight=int(stats.get("max_in_flight", 0)),
+        input_tokens=int(stats.get("input_tokens", 0)),
+        output_tokens=int(stats.get("output_tokens", 0)),
+    ).record()

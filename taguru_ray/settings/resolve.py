@@ -60,7 +60,7 @@ def resolve_settings(
     _check_replay(chosen)
     _check_steering(chosen)
     if chosen["diagnostics_out"]:
-        _check_persists("--diagnostics-out", chosen["diagnostics_out"])
+        check_persists("--diagnostics-out", chosen["diagnostics_out"])
     if not chosen["endpoints"] and not chosen["dry_run"] and chosen["replay"] != "strict":
         raise UsageError(
             "TAGURU_EXTRACT_URL is not set — export your OpenAI-compatible endpoint, e.g. "
@@ -151,7 +151,7 @@ def _check_steering(chosen: Mapping[str, Any]) -> None:
         )
 
 
-def _check_persists(flag: str, url: str) -> None:
+def check_persists(flag: str, url: str) -> None:
     protocol = url.split("://", 1)[0].lower() if "://" in url else "file"
     if protocol in TRANSIENT_PROTOCOLS:
         raise UsageError(
@@ -174,7 +174,7 @@ def _check_source_flags(flags: Mapping[str, Any]) -> None:
         )
     if not flags.get("out"):
         raise UsageError("--out DIR is required: the folder (or fsspec URL) source files go to")
-    _check_persists("--out", flags["out"])
+    check_persists("--out", flags["out"])
     if not flags.get("paths"):
         raise UsageError("no segments given: name one or more .md/.txt files or folders")
     name, description = flags.get("name"), flags.get("description")

@@ -1,8 +1,9 @@
 """The OpenAI-compatible model simulator behind `taguru-ray simulate` (SPEC 6).
 
-Not a model: a rule-based extractor (`answers`), seeded and scripted faults
-(`faults`), an aiohttp server with generation slots and a latency model
-(`server`), and a subprocess harness for tests and benchmarks (`harness`).
+Not a model: a rule-based extractor (`answers`), its seeded run-to-run
+variability (`vary`), seeded and scripted faults (`faults`), an aiohttp server
+with generation slots and a latency model (`server`), and a subprocess harness
+for tests and benchmarks (`harness`).
 """
 
 from taguru_ray.simulate.answers import (
@@ -35,6 +36,7 @@ from taguru_ray.simulate.faults import (
 )
 from taguru_ray.simulate.harness import SimulatorProcess
 from taguru_ray.simulate.server import MODEL_ID, SimulatorConfig, create_app, prompt_key, serve
+from taguru_ray.simulate.vary import run_of, vary_answer
 
 __all__ = [
     "EMPTY_ANSWER",
@@ -66,5 +68,7 @@ __all__ = [
     "parse_script_text",
     "pick_rate_fault",
     "prompt_key",
+    "run_of",
     "serve",
+    "vary_answer",
 ]

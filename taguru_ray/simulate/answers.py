@@ -191,7 +191,7 @@ def answer_for_turn(user_turn: str, questions_per_paragraph: int = 0) -> str:
         for subject, obj in itertools.pairwise(names):
             if emitted == MAX_ASSOCIATIONS_PER_BLOCK:
                 break
-            triple = (subject, _label(subject, obj), obj)
+            triple = (subject, label_for(subject, obj), obj)
             if triple in seen:
                 continue
             seen.add(triple)
@@ -236,7 +236,7 @@ def gleaned_for_turn(user_turn: str) -> str:
             associations.append(
                 {
                     "subject": subject,
-                    "label": _label(subject, obj),
+                    "label": label_for(subject, obj),
                     "object": obj,
                     "weight": 1.0,
                     "paragraph": block.paragraph,
@@ -436,7 +436,9 @@ def _is_identifier(token: str) -> bool:
     return bool(_LETTER.search(token) and _IDENTIFIER_MARK.search(token))
 
 
-def _label(subject: str, obj: str) -> str:
+def label_for(subject: str, obj: str) -> str:
+    """The relation label the simulator gives the pair: a stable hash of the two names
+    picks one of the labels of their script."""
     labels = (
         JAPANESE_LABELS
         if _JAPANESE_CHAR.search(subject) or _JAPANESE_CHAR.search(obj)

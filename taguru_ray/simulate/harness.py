@@ -1,7 +1,9 @@
 """Run the simulator as a real subprocess, for tests and benchmarks.
 
 `SimulatorProcess` starts `python -m taguru_ray.cli.simulate --port 0 ...`
-(extra arguments pass through; a later `--port` wins), reads the base URL
+(extra arguments pass through; a later `--port` wins; the keywords `vary`,
+`vary_seed` and `vary_run` add `--vary`, `--vary-seed` and `--vary-run`, left
+out when None), reads the base URL
 from the first stdout line, and stops the process on exit: SIGTERM, then
 SIGKILL after a grace period. A separate process keeps the server's event
 loop and CPU apart from the client under test, as a real model server is.
@@ -34,10 +36,22 @@ class SimulatorProcess:
     with SimulatorProcess("--slots", "2", "--latency-ms", "200") as sim:
         post(sim.chat_url, request_body)  # any HTTP client
         sim.stats()["max_in_flight"]
+
+    `SimulatorProcess(vary=0.2, vary_seed=7, vary_run=2)` is one benchmark run of
+    a model whose answers vary from run to run (simulate/vary.py); flags given in
+    `args` come after these, so they win.
     """
 
-    def __init__(self, *args: str, startup_timeout: float = 30.0, stop_grace: float = 5.0) -> None:
-        self.args = list(args)
+    def __init__(
+        self,
+        *args: str,
+        startup_timeout: float = 30.0,
+        stop_grace: float = 5.0,
+        vary: float | None = None,
+        vary_seed: int | None = None,
+        vary_run: int | None = None,
+    ) -> None:
+        self.args = [*_vary_args(vary, vary_seed, vary_run), *args]
         self.startup_timeout = startup_timeout
         self.stop_grace = stop_grace
         self._proc: subprocess.Popen[str] | None = None
@@ -163,3 +177,9 @@ class SimulatorProcess:
             return ""
         self._stderr.seek(0)
         return self._stderr.read().decode("utf-8", errors="replace").strip()
+
+
+def _vary_args(vary: float | None, seed: int | None, run: int | None) -> list[str]:
+    """`--vary`, `--vary-seed`, `--vary-run` for the keywords given (None = not given)."""
+    flags = (("--vary", vary), ("--vary-seed", seed), ("--vary-run", run))
+    return [part for flag, value in flags if value is not None for part in (flag, str(value))]

@@ -1,7 +1,8 @@
 """The simulator's HTTP server: an OpenAI-compatible endpoint on aiohttp.
 
 A request's life: parse and count it, decide its fault (script, then seeded
-rate), build its content, then wait for one of C generation slots (FIFO) and
+rate), build its content (the rule-based answer, varied for the request's run
+under `--vary`), then wait for one of C generation slots (FIFO) and
 hold it for the service time `latency_ms + completion_tokens / tokens_per_s`
 (plus a stall) before answering. HTTP faults (429/5xx) answer at once and
 never take a slot, like a gateway rejecting in front of a busy model.
@@ -50,6 +51,7 @@ from taguru_ray.simulate.faults import (
     parse_rules,
     pick_rate_fault,
 )
+from taguru_ray.simulate.vary import run_of, vary_answer
 
 MODEL_ID = "taguru-sim"
 MAX_BODY_BYTES = 64 * 1024 * 1024  # aiohttp's 1 MiB default is below a big chunk
@@ -69,6 +71,9 @@ class SimulatorConfig:
     retry_after: float = 1.0
     stall_seconds: float = 600.0
     capture: str | None = None  # a JSONL file every request's messages are appended to
+    vary: float = 0.0  # --vary P: run-to-run variability of answers (simulate/vary.py)
+    vary_seed: int = 0
+    vary_run: int = 0  # the run of a request whose model name carries no `#run<N>`
 
     def service_seconds(self, completion_tokens: int) -> float:
         """Time a request holds its slot: first token, then decoding."""
@@ -336,7 +341,7 @@ async def _chat_completions(request: web.Request) -> web.Response:
     if fault is not None and fault.answer is not None:
         completion = Completion(fault.answer, "stop")
     else:
-        completion = completion_for(kind, answer(parsed.messages), user_turn or "")
+        completion = completion_for(kind, _answer(parsed, user_turn, sim.config), user_turn or "")
     content, finish_reason = completion.content, completion.finish_reason
     if parsed.max_tokens is not None and estimate_tokens(content) > parsed.max_tokens:
         content, finish_reason = cut_utf8(content or "", parsed.max_tokens * 4), "length"
@@ -372,6 +377,16 @@ async def _chat_completions(request: web.Request) -> web.Response:
             },
         }
     )
+
+
+def _answer(parsed: _ChatRequest, user_turn: str | None, config: SimulatorConfig) -> str:
+    """The rule-based answer, varied for the request's run under `--vary` (the run and
+    the variations: simulate/vary.py)."""
+    text = answer(parsed.messages)
+    if config.vary <= 0 or user_turn is None:
+        return text
+    run = run_of(parsed.model, config.vary_run)
+    return vary_answer(text, user_turn, rate=config.vary, seed=config.vary_seed, run=run)
 
 
 def _stall_seconds(fault: Fault | None, config: SimulatorConfig) -> float:

@@ -67,4 +67,22 @@ class SidecarSegment(Typed):
     batch_path: str
 
 
-SIDECAR_TYPES: tuple[type[Typed], ...] = (RunRecord, SidecarAttempt, SidecarSegment)
+class GatewayRecord(Typed):
+    """The run's permits at its end, last in the sidecar (a taguru-ray addition; readers
+    skip unknown types): what `benchmark extract` reports as an endpoint's saturation —
+    the in-flight level `auto` settled at, every request's outcome (`ok`, `http_429`,
+    `timeout`, `transport`, …), the tokens."""
+
+    TYPE: ClassVar[str] = "gateway"
+    run_id: str
+    completions: int
+    requests: int
+    outcomes: dict[str, int]
+    inflight_limit: int | None
+    inflight_adaptive: bool
+    max_in_flight: int
+    input_tokens: int
+    output_tokens: int
+
+
+SIDECAR_TYPES: tuple[type[Typed], ...] = (RunRecord, SidecarAttempt, SidecarSegment, GatewayRecord)

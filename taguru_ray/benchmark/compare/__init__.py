@@ -1,0 +1,124 @@
+"""`taguru-ray benchmark compare`: a pure, network-free function of a results directory.
+
+One read of RESULTS_DIR (manifest.json, runs/*.jsonl, the written batches
+under cells/) gives five artifacts: differences.jsonl (model-pair paired
+diff), measurements.csv and measurements.parquet (flat tables), a PNG
+figure and measurements.json (authoritative). It measures throughput, volume and
+run-to-run stability and never ranks: no key of any artifact can name a
+winner (tests walk every key).
+
+Module map: `manifest`/`load`/`batch` read; `identity` decides same-ness;
+`measure` holds the value shapes; `metrics`, `stability`, `saturation`
+compute; `definitions` explains; `measurements`, `table`, `differences`
+(+ `locator`) render; `serde` speaks serde_json's JSON; `write` publishes.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import fsspec
+
+from taguru_ray.benchmark.compare.differences import differences_text
+from taguru_ray.benchmark.compare.load import Loaded, load_results
+from taguru_ray.benchmark.compare.manifest import CompareError, rung_drift_warnings
+from taguru_ray.benchmark.compare.measurements import Measurements, build_measurements
+from taguru_ray.benchmark.compare.serde import dumps_pretty
+from taguru_ray.benchmark.compare.table import render_csv, render_parquet
+from taguru_ray.benchmark.compare.write import write_artifacts
+
+__all__ = [
+    "ARTIFACTS",
+    "CompareError",
+    "Computed",
+    "compare",
+    "compute",
+]
+
+# Renamed into place in this order (the JSON, authoritative, last).
+ARTIFACTS = (
+    "differences.jsonl",
+    "measurements.csv",
+    "measurements.parquet",
+    "measurements.png",
+    "measurements.json",
+)
+
+Warn = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Computed:
+    """Everything compare derives from one read, before anything is written."""
+
+    loaded: Loaded
+    measurements: Measurements
+    differences: str
+
+    def artifacts(self) -> list[tuple[str, bytes]]:
+        """(file name, bytes) of every artifact, in rename order."""
+        return [
+            ("differences.jsonl", self.differences.encode("utf-8")),
+            ("measurements.csv", render_csv(self.measurements).encode("utf-8")),
+            ("measurements.parquet", render_parquet(self.measurements)),
+            ("measurements.png", self.figure()),
+            ("measurements.json", (dumps_pretty(self.measurements.to_json()) + "\n").encode()),
+        ]
+
+    def figure(self) -> bytes:
+        """The PNG: throughput against latency per cell, one marker per GPU label; volume
+        and stability per model beside it. Figures, never a verdict."""
+        from taguru_ray.benchmark.figure import draw  # matplotlib: only when drawing
+
+        gpu_of = {
+            str(model.get("model_id")): model.get("gpu")
+            for model in self.loaded.manifest.raw.get("models", [])
+            if isinstance(model, dict)
+        }
+        buffer = io.BytesIO()
+        draw(self.measurements.to_json(), buffer, gpu_of)
+        return buffer.getvalue()
+
+
+def _now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _split(results_dir: str) -> tuple[object, str]:
+    fs, root = fsspec.core.url_to_fs(results_dir)
+    return fs, root.rstrip("/") or root
+
+
+def compute(
+    results_dir: str,
+    *,
+    with_text: bool = False,
+    warn: Warn = lambda _: None,
+    generated_at: str | None = None,
+) -> Computed:
+    """Read RESULTS_DIR (a path or fsspec URL) and compute every artifact; writes nothing.
+
+    Raises CompareError for a missing or unsupported manifest, an unreadable
+    runs file (naming its cell) and a --with-text refusal. Non-fatal notes
+    (structured-output rung drift, an unreadable batch, a segment without a
+    manifest entry) go to ``warn``.
+    """
+    fs, root = _split(results_dir)
+    loaded = load_results(fs, root, warn)
+    for warning in rung_drift_warnings(loaded.manifest):
+        warn(warning)
+    measurements = build_measurements(loaded, generated_at or _now_iso())
+    differences = differences_text(loaded, with_text, warn)
+    return Computed(loaded, measurements, differences)
+
+
+def compare(results_dir: str, *, with_text: bool = False, warn: Warn = lambda _: None) -> list[str]:
+    """Compute and publish every artifact into RESULTS_DIR; the names written."""
+    computed = compute(results_dir, with_text=with_text, warn=warn)
+    fs, root = _split(results_dir)
+    artifacts = computed.artifacts()
+    write_artifacts(fs, root, artifacts)
+    return [name for name, _ in artifacts]
