@@ -304,3 +304,13 @@ def test_a_real_simulator_answers_two_runs_differently(client: httpx.Client) -> 
     # One simulator per run: `--vary-run 2` answers a plain model name as run 2.
     with SimulatorProcess(vary=0.3, vary_seed=11, vary_run=2) as second:
         assert content(client, second, "taguru-sim") == run2
+
+
+def test_seen_answers_the_kth_ask_of_a_prompt_as_run_k(client: httpx.Client) -> None:
+    """A benchmark's runs of one model ask its endpoint one after another: with
+    `--vary-run seen` they differ with nothing to configure, and in the same way on
+    every simulator started alike."""
+    with SimulatorProcess(vary=0.3, vary_seed=11, vary_run="seen") as sim:
+        asked = [content(client, sim, "taguru-sim") for _ in range(3)]
+    assert asked == [varied(0.3, seed=11, run=k) for k in (1, 2, 3)]
+    assert len(set(asked)) == 3

@@ -162,10 +162,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--vary-run",
-        type=_bounded(int, 0),
+        type=_vary_run,
         default=0,
-        metavar="N",
-        help="the run of a request whose model name does not end in #run<N> (default 0)",
+        metavar="N|seen",
+        help="the run of a request whose model name does not end in #run<N> (default 0); "
+        "seen: the number of times this simulator has been asked the same prompt",
     )
     return p
 
@@ -183,8 +184,23 @@ Varied answers stay valid under the extract contract.
 The run of a request: the number after "#run" ending its model name
 (--model taguru-sim#run2; "#run02" is run 2), else --vary-run. So one shared
 simulator serves several runs by model name, or one simulator per run is
-started with --vary-run N and needs no model name change.
+started with --vary-run N and needs no model name change. With --vary-run
+seen, the k-th time the simulator is asked a prompt answers as run k: the
+runs of a benchmark matrix, which ask one endpoint one after another, differ
+from each other with nothing to configure.
 """
+
+
+def _vary_run(text: str) -> int | str:
+    if text == "seen":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number or 'seen'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} is below 0")
+    return value
 
 
 def _bounded(

@@ -49,7 +49,7 @@ class SimulatorProcess:
         stop_grace: float = 5.0,
         vary: float | None = None,
         vary_seed: int | None = None,
-        vary_run: int | None = None,
+        vary_run: int | str | None = None,
     ) -> None:
         self.args = [*_vary_args(vary, vary_seed, vary_run), *args]
         self.startup_timeout = startup_timeout
@@ -179,7 +179,7 @@ class SimulatorProcess:
         return self._stderr.read().decode("utf-8", errors="replace").strip()
 
 
-def _vary_args(vary: float | None, seed: int | None, run: int | None) -> list[str]:
+def _vary_args(vary: float | None, seed: int | None, run: int | str | None) -> list[str]:
     """`--vary`, `--vary-seed`, `--vary-run` for the keywords given (None = not given)."""
     flags = (("--vary", vary), ("--vary-seed", seed), ("--vary-run", run))
     return [part for flag, value in flags if value is not None for part in (flag, str(value))]

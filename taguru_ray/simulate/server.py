@@ -73,7 +73,10 @@ class SimulatorConfig:
     capture: str | None = None  # a JSONL file every request's messages are appended to
     vary: float = 0.0  # --vary P: run-to-run variability of answers (simulate/vary.py)
     vary_seed: int = 0
-    vary_run: int = 0  # the run of a request whose model name carries no `#run<N>`
+    # The run of a request whose model name carries no `#run<N>`; "seen": one more than
+    # the times this simulator answered the same prompt before (a benchmark's runs of
+    # one model ask it one after another, so run k asks each prompt the k-th time).
+    vary_run: int | str = 0
 
     def service_seconds(self, completion_tokens: int) -> float:
         """Time a request holds its slot: first token, then decoding."""
@@ -162,6 +165,7 @@ class Simulator:
         self.counters = Counters()
         self._rng = random.Random(config.seed)
         self._next_id = 0
+        self.asked: Counter[tuple[str, str]] = Counter()  # (model, first user turn) answered
 
     def reset(self) -> None:
         """Back to a fresh start (keeping the current script rules).
@@ -341,7 +345,7 @@ async def _chat_completions(request: web.Request) -> web.Response:
     if fault is not None and fault.answer is not None:
         completion = Completion(fault.answer, "stop")
     else:
-        completion = completion_for(kind, _answer(parsed, user_turn, sim.config), user_turn or "")
+        completion = completion_for(kind, _answer(parsed, user_turn, sim), user_turn or "")
     content, finish_reason = completion.content, completion.finish_reason
     if parsed.max_tokens is not None and estimate_tokens(content) > parsed.max_tokens:
         content, finish_reason = cut_utf8(content or "", parsed.max_tokens * 4), "length"
@@ -379,13 +383,17 @@ async def _chat_completions(request: web.Request) -> web.Response:
     )
 
 
-def _answer(parsed: _ChatRequest, user_turn: str | None, config: SimulatorConfig) -> str:
+def _answer(parsed: _ChatRequest, user_turn: str | None, sim: Simulator) -> str:
     """The rule-based answer, varied for the request's run under `--vary` (the run and
     the variations: simulate/vary.py)."""
-    text = answer(parsed.messages)
+    text, config = answer(parsed.messages), sim.config
     if config.vary <= 0 or user_turn is None:
         return text
-    run = run_of(parsed.model, config.vary_run)
+    if config.vary_run == "seen":
+        sim.asked[(parsed.model, user_turn)] += 1
+        run = run_of(parsed.model, sim.asked[(parsed.model, user_turn)])
+    else:
+        run = run_of(parsed.model, int(config.vary_run))
     return vary_answer(text, user_turn, rate=config.vary, seed=config.vary_seed, run=run)
 
 

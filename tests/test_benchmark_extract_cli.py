@@ -1,0 +1,223 @@
+"""`taguru-ray benchmark extract | compare` as a user runs them: real simulators with
+different capacities, the session's Ray, real child extracts (BENCHMARK.md §1, §5)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from taguru_ray.simulate.harness import SimulatorProcess
+from taguru_ray.tools.verify import render_text, verify_files
+from tests.support import CONTEXT, REPO
+
+SEGMENTS = {
+    "brewery.md": "Kura Brewing is a sake brewery in Fushimi.\n\nKura Brewing uses Yamada "
+    "Nishiki rice.\n\nFushimi is a district of Kyoto.\n",
+    "castle.md": "Himeji Castle is a castle in Hyogo.\n\nHimeji Castle was built in 1333.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def simulators() -> Iterator[tuple[SimulatorProcess, SimulatorProcess]]:
+    """Two endpoints of different capacity; answers vary from run to run on the first."""
+    with (
+        SimulatorProcess("--slots", "4", "--latency-ms", "20", vary=0.4, vary_run="seen") as a,
+        SimulatorProcess("--slots", "8", "--latency-ms", "5") as b,
+    ):
+        yield a, b
+
+
+def write_corpus(tmp_path: Path) -> Path:
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for name, text in SEGMENTS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def write_models(path: Path, *entries: dict[str, Any]) -> Path:
+    path.write_text(
+        json.dumps({"taguru_benchmark_models": 1, "models": list(entries)}), encoding="utf-8"
+    )
+    return path
+
+
+def benchmark(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TAGURU_", "RAY_ADDRESS"))}
+    return subprocess.run(
+        [sys.executable, "-m", "taguru_ray", "benchmark", *args],
+        env={**env, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+    )
+
+
+def assert_batches_import_whole(cell_dir: Path) -> None:
+    """A cell's source files import whole; its diagnostics.jsonl (where the reference's
+    layout puts it) is the benchmark's record, never imported (benchmark search skips it)."""
+    files = {
+        p.name: p.read_bytes()
+        for p in sorted(cell_dir.glob("*.jsonl"))
+        if p.name != "diagnostics.jsonl"
+    }
+    assert files
+    result = verify_files(files)
+    assert result.ok, render_text(result)
+
+
+def lines(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def test_a_matrix_runs_resumes_widens_and_refuses_a_changed_matrix(
+    ray_address: str, simulators: tuple[SimulatorProcess, SimulatorProcess], tmp_path: Path
+) -> None:
+    a, b = simulators
+    corpus, out = write_corpus(tmp_path), tmp_path / "results"
+    models = write_models(
+        tmp_path / "models.json",
+        {"id": "sim-a", "model": "taguru-sim", "url": a.chat_url, "gpu": "h200-sim",
+         "gpu_count": 2, "price_per_gpu_hour": 3.0},
+        {"id": "sim-b", "model": "taguru-sim", "url": b.chat_url, "gpu": "l40s-sim",
+         "max_inflight": 8},
+    )  # fmt: skip
+    args = ["extract", "--models", str(models), "--context", CONTEXT, "--out", str(out)]
+    args += ["--address", ray_address, str(corpus)]
+    first = benchmark(*args)
+    assert first.returncode == 0, first.stderr
+    assert "2 cell(s), 2 complete, 0 failed" in first.stdout
+
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["taguru_benchmark_manifest"] == 1 and manifest["finished_at"]
+    assert [s["segment_id"] for s in manifest["segments"]] == ["brewery", "castle"]
+    assert [m["gpu"] for m in manifest["models"]] == ["h200-sim", "l40s-sim"]
+    assert manifest["models"][0]["provider_probe"]["ok"] is True  # the simulator's /v1/models
+    lock = json.loads((out / "models.lock.json").read_text())
+    assert [m["id"] for m in lock["models"]] == ["sim-a", "sim-b"]
+    cells = {c["cell_id"]: c for c in manifest["cells"]}
+    assert set(cells) == {"sim-a.run01", "sim-b.run01"}
+    for cell in cells.values():
+        assert cell["outcome"] == "complete" and cell["structured_output_resolved"] == "off"
+        saturation = cell["saturation"]
+        assert saturation["completions"] >= 2 and saturation["completions_per_second"] > 0
+        assert saturation["http_429"] == 0 and saturation["latency_seconds"]["p50"] > 0
+        runs = lines(out / cell["runs_file"])
+        assert runs[0]["kind"] == "header" and runs[-1]["kind"] == "cell"
+        starts = [r for r in runs if r["kind"] == "segment" and r["phase"] == "start"]
+        ends = [r for r in runs if r["kind"] == "segment" and r["phase"] == "end"]
+        assert len(starts) == 2 and {e["outcome"] for e in ends} == {"written"}
+        for end in ends:
+            assert (out / end["batch_path"]).is_file()  # relative to the results folder
+        assert (out / cell["cell_dir"] / "exit_code").read_text() == "0"
+        assert (out / cell["cell_dir"] / "diagnostics.jsonl").is_file()
+        assert_batches_import_whole(out / cell["cell_dir"])
+    priced = cells["sim-a.run01"]["saturation"]
+    assert priced["cost_per_1k_segments"] > 0 and priced["cost_per_1m_output_tokens"] > 0
+    assert cells["sim-b.run01"]["saturation"]["cost_per_1k_segments"] is None  # no price
+
+    # A rerun makes no model call; a wider --runs adds the second run's cells.
+    a.reset(), b.reset()
+    again = benchmark(*args)
+    assert again.returncode == 0, again.stderr
+    assert a.stats()["requests"] == 0 and b.stats()["requests"] == 0
+    assert len(json.loads((out / "manifest.json").read_text())["cells"]) == 2
+    wider = benchmark(*args[:-1], "--runs", "2", str(corpus))
+    assert wider.returncode == 0, wider.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["harness"]["runs_per_model"] == 2
+    assert {c["cell_id"] for c in manifest["cells"]} == {
+        "sim-a.run01", "sim-a.run02", "sim-b.run01", "sim-b.run02"
+    }  # fmt: skip
+
+    # compare: measured, never ranked; the varied endpoint's runs differ, the other's not.
+    compared = benchmark("compare", str(out))
+    assert compared.returncode == 0, compared.stderr
+    measurements = json.loads((out / "measurements.json").read_text())
+
+    def varied(model: str) -> bool:
+        metrics = measurements["models"][model]
+        ratios = ("weight", "polarity", "attribution")
+        return metrics["stability.run_pair_jaccard"]["p50"] < 1.0 or any(
+            (metrics[f"stability.{name}_variation_ratio"]["value"] or 0) > 0 for name in ratios
+        )
+
+    assert varied("sim-a") and not varied("sim-b")
+    assert set(measurements["gpus"]) == {"h200-sim", "l40s-sim"}
+    assert (out / "measurements.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "measurements.parquet").is_file() and (out / "differences.jsonl").is_file()
+
+    # An edited matrix is refused before any call.
+    models.write_text(models.read_text().replace("h200-sim", "h100-sim"), encoding="utf-8")
+    changed = benchmark(*args)
+    assert changed.returncode == 2 and "models.json has changed" in changed.stderr
+
+
+def test_a_model_that_never_answers_well_is_a_failed_cell_not_a_failed_matrix(
+    ray_address: str, tmp_path: Path
+) -> None:
+    corpus, out = write_corpus(tmp_path), tmp_path / "results"
+    with SimulatorProcess("--fault-rate", "malformed=1") as broken:
+        models = write_models(
+            tmp_path / "models.json", {"id": "broken", "model": "m", "url": broken.chat_url}
+        )
+        result = benchmark(
+            "extract", "--models", str(models), "--context", CONTEXT, "--out", str(out),
+            "--address", ray_address, "--max-attempts", "1", str(corpus),
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    (cell,) = manifest["cells"]
+    assert cell["outcome"] == "failed"
+    runs = lines(out / cell["runs_file"])
+    ends = [r for r in runs if r["kind"] == "segment" and r["phase"] == "end"]
+    assert len(ends) == 2 and all(e["outcome"] == "failed" for e in ends)
+    assert all(e["associations"] is None and e["batch_path"] is None for e in ends)
+    assert runs[-1]["kind"] == "cell" and runs[-1]["outcome"] == "failed"
+    assert runs[-1]["exit_code"] == 1
+    assert any(r["kind"] == "attempt" and r["state"] == "stop_malformed" for r in runs)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ([], "required"),
+        (["--runs", "0"], "--runs"),
+        (["--max-attempts", "11"], "--max-attempts"),
+        (["--runs", "2", "--runs", "3"], "given twice"),
+        (["--questions", "1", "--no-passage"], "--no-passage"),
+        (["--bogus"], "unrecognized"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(args: list[str], needle: str, tmp_path: Path) -> None:
+    base = ["--models", "m.json", "--context", CONTEXT, "--out", str(tmp_path / "r"), "corpus"]
+    result = benchmark("extract", *(base if args else []), *args)
+    assert result.returncode == 2
+    assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert "try 'taguru-ray benchmark extract --help'" in result.stderr
+
+
+def test_a_bad_matrix_or_corpus_stops_before_any_call(tmp_path: Path) -> None:
+    corpus = write_corpus(tmp_path)
+    bad = tmp_path / "models.json"
+    bad.write_text('{"taguru_benchmark_models": 2, "models": []}', encoding="utf-8")
+    base = ["extract", "--models", str(bad), "--context", CONTEXT, "--out", str(tmp_path / "r")]
+    result = benchmark(*base, str(corpus))
+    assert result.returncode == 2 and str(bad) in result.stderr
+    assert "taguru_benchmark_models" in result.stderr and not (tmp_path / "r").exists()
+    good = write_models(tmp_path / "ok.json", {"id": "m", "model": "m", "url": "http://h/v1"})
+    base[2] = str(good)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    refused = benchmark(*base, str(empty))
+    assert refused.returncode == 2 and "holds no .md or .txt" in refused.stderr
+    assert benchmark("extract", "--help").returncode == 0
+    assert benchmark("nope").returncode == 2 and benchmark("--help").returncode == 0
