@@ -5,16 +5,21 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import fsspec
 import pytest
 
 from taguru_ray.simulate.harness import SimulatorProcess
 from taguru_ray.tools.verify import render_text, verify_files
+from tests import s3 as server
+from tests.s3 import S3
 from tests.support import CONTEXT, REPO
 
 SEGMENTS = {
@@ -49,11 +54,13 @@ def write_models(path: Path, *entries: dict[str, Any]) -> Path:
     return path
 
 
-def benchmark(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TAGURU_", "RAY_ADDRESS"))}
+def benchmark(
+    *args: str, timeout: float = 300, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("TAGURU_", "RAY_ADDRESS"))}
     return subprocess.run(
         [sys.executable, "-m", "taguru_ray", "benchmark", *args],
-        env={**env, "PYTHONPATH": str(REPO)},
+        env={**base, **(env or {}), "PYTHONPATH": str(REPO)},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -221,3 +228,89 @@ def test_a_bad_matrix_or_corpus_stops_before_any_call(tmp_path: Path) -> None:
     assert refused.returncode == 2 and "holds no .md or .txt" in refused.stderr
     assert benchmark("extract", "--help").returncode == 0
     assert benchmark("nope").returncode == 2 and benchmark("--help").returncode == 0
+
+
+s3, s3_env = server.s3, server.s3_env  # the fixtures, registered here by name
+
+
+def test_results_on_s3_are_written_resumed_and_compared(
+    ray_address: str, simulators: tuple[SimulatorProcess, SimulatorProcess], s3_env: S3,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    _, b = simulators
+    corpus, results = write_corpus(tmp_path), s3_env.prefix("bench")
+    models = write_models(
+        tmp_path / "models.json", {"id": "sim-b", "model": "taguru-sim", "url": b.chat_url}
+    )
+    args = ["extract", "--models", str(models), "--context", CONTEXT, "--out", results]
+    args += ["--address", ray_address, str(corpus)]
+    first = benchmark(*args, env=s3_env.env)
+    assert first.returncode == 0, first.stderr
+    fs = fsspec.filesystem("s3")
+    fs.invalidate_cache()
+    manifest = json.loads(fs.cat_file(f"{results}/manifest.json"))
+    (cell,) = manifest["cells"]
+    assert cell["outcome"] == "complete" and manifest["finished_at"]
+    runs = [json.loads(x) for x in fs.cat_file(f"{results}/{cell['runs_file']}").splitlines()]
+    assert runs[0]["kind"] == "header" and runs[-1]["kind"] == "cell"
+    for name in ("exit_code", "stdout.log", "stderr.log", "diagnostics.jsonl"):
+        assert fs.exists(f"{results}/{cell['cell_dir']}/{name}"), name
+    ends = [r for r in runs if r["kind"] == "segment" and r["phase"] == "end"]
+    assert all(fs.exists(f"{results}/{end['batch_path']}") for end in ends) and len(ends) == 2
+    b.reset()
+    assert benchmark(*args, env=s3_env.env).returncode == 0 and b.stats()["requests"] == 0
+    compared = benchmark("compare", results, env=s3_env.env)
+    assert compared.returncode == 0, compared.stderr
+    fs.invalidate_cache()
+    measurements = json.loads(fs.cat_file(f"{results}/measurements.json"))
+    assert set(measurements["cells"]) == {"sim-b.run01"}
+
+
+def test_a_stopped_matrix_exits_130_and_resumes_without_paying_twice(
+    ray_address: str, tmp_path: Path
+) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(6):
+        (corpus / f"s{i}.md").write_text(f"Alpha{i} uses Beta{i}.\n", encoding="utf-8")
+    out = tmp_path / "results"
+    with SimulatorProcess("--slots", "1", "--latency-ms", "1500") as slow:
+        models = write_models(
+            tmp_path / "models.json",
+            {"id": "slow", "model": "m", "url": slow.chat_url, "max_inflight": 1},
+        )
+        args = ["extract", "--models", str(models), "--context", CONTEXT, "--out", str(out)]
+        args += ["--address", ray_address, str(corpus)]
+        base = {k: v for k, v in os.environ.items() if not k.startswith("TAGURU_")}
+        harness = subprocess.Popen(
+            [sys.executable, "-m", "taguru_ray", "benchmark", *args],
+            env={**base, "PYTHONPATH": str(REPO)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+        )
+        runs = out / "runs" / "slow.run01.jsonl"
+        deadline = time.monotonic() + 180
+        while not (runs.is_file() and '"kind":"attempt"' in runs.read_text()):
+            assert harness.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        harness.send_signal(signal.SIGINT)  # as Ctrl+C would, to the harness alone
+        _, stderr = harness.communicate(timeout=180)
+        assert harness.returncode == 130, stderr
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["finished_at"] is None
+        assert [c["outcome"] for c in manifest["cells"]] == ["interrupted"]
+        assert (out / "cells/slow/run01/exit_code").read_text() == "130"
+        assert lines(runs)[-1]["kind"] != "cell"  # its absence says interrupted
+        paid = slow.stats()["requests"]
+        answered = sum(1 for line in lines(runs) if line["kind"] == "attempt")
+        assert 1 <= answered < 6 and paid < 6
+
+        resumed = benchmark(*args)
+        assert resumed.returncode == 0, resumed.stderr
+        # Only the segments not answered before the stop are asked again.
+        assert slow.stats()["requests"] - paid == 6 - answered
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [c["outcome"] for c in manifest["cells"]] == ["complete"] and manifest["finished_at"]
+    assert lines(runs)[-1]["kind"] == "cell"
