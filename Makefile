@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINT := taguru_ray tests $(wildcard benchmarks/*.py) $(wildcard jobs/*.py)
 
-.PHONY: demo test lint venv clean
+.PHONY: demo bench-demo test lint venv clean
 
 venv: $(STAMP)
 
@@ -19,6 +19,9 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	PY=$(BIN)/python sh examples/demo.sh
+
+bench-demo: $(STAMP)
+	PY=$(BIN)/python sh examples/bench-demo.sh
 
 test: $(STAMP)
 	$(BIN)/ruff check $(LINT)
