@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -16,6 +18,8 @@ from typing import Any
 import fsspec
 import pytest
 
+from taguru_ray.benchmark.compare import ARTIFACTS
+from taguru_ray.benchmark.compare import compare as compare_results
 from taguru_ray.simulate.harness import SimulatorProcess
 from taguru_ray.tools.verify import render_text, verify_files
 from tests import s3 as server
@@ -33,7 +37,7 @@ SEGMENTS = {
 def simulators() -> Iterator[tuple[SimulatorProcess, SimulatorProcess]]:
     """Two endpoints of different capacity; answers vary from run to run on the first."""
     with (
-        SimulatorProcess("--slots", "4", "--latency-ms", "20", vary=0.4, vary_run="seen") as a,
+        SimulatorProcess("--slots", "4", "--latency-ms", "20", vary=0.3, vary_run="seen") as a,
         SimulatorProcess("--slots", "8", "--latency-ms", "5") as b,
     ):
         yield a, b
@@ -85,11 +89,19 @@ def lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
+def refuse_network(*_: Any, **__: Any) -> None:
+    raise OSError("networking is refused in this test")
+
+
 def test_a_matrix_runs_resumes_widens_and_refuses_a_changed_matrix(
-    ray_address: str, simulators: tuple[SimulatorProcess, SimulatorProcess], tmp_path: Path
+    ray_address: str,
+    simulators: tuple[SimulatorProcess, SimulatorProcess],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     a, b = simulators
-    corpus, out = write_corpus(tmp_path), tmp_path / "results"
+    corpus, out = tmp_path / "corpus", tmp_path / "results"
+    shutil.copytree(REPO / "examples" / "corpus", corpus)
     models = write_models(
         tmp_path / "models.json",
         {"id": "sim-a", "model": "taguru-sim", "url": a.chat_url, "gpu": "h200-sim",
@@ -105,7 +117,9 @@ def test_a_matrix_runs_resumes_widens_and_refuses_a_changed_matrix(
 
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["taguru_benchmark_manifest"] == 1 and manifest["finished_at"]
-    assert [s["segment_id"] for s in manifest["segments"]] == ["brewery", "castle"]
+    assert [s["segment_id"] for s in manifest["segments"]] == [
+        "01-ray-overview", "02-object-storage-operations", "03-sake-brewing"
+    ]  # fmt: skip
     assert [m["gpu"] for m in manifest["models"]] == ["h200-sim", "l40s-sim"]
     assert manifest["models"][0]["provider_probe"]["ok"] is True  # the simulator's /v1/models
     lock = json.loads((out / "models.lock.json").read_text())
@@ -121,7 +135,7 @@ def test_a_matrix_runs_resumes_widens_and_refuses_a_changed_matrix(
         assert runs[0]["kind"] == "header" and runs[-1]["kind"] == "cell"
         starts = [r for r in runs if r["kind"] == "segment" and r["phase"] == "start"]
         ends = [r for r in runs if r["kind"] == "segment" and r["phase"] == "end"]
-        assert len(starts) == 2 and {e["outcome"] for e in ends} == {"written"}
+        assert len(starts) == 3 and {e["outcome"] for e in ends} == {"written"}
         for end in ends:
             assert (out / end["batch_path"]).is_file()  # relative to the results folder
         assert (out / cell["cell_dir"] / "exit_code").read_text() == "0"
@@ -150,14 +164,17 @@ def test_a_matrix_runs_resumes_widens_and_refuses_a_changed_matrix(
     assert compared.returncode == 0, compared.stderr
     measurements = json.loads((out / "measurements.json").read_text())
 
-    def varied(model: str) -> bool:
-        metrics = measurements["models"][model]
-        ratios = ("weight", "polarity", "attribution")
-        return metrics["stability.run_pair_jaccard"]["p50"] < 1.0 or any(
-            (metrics[f"stability.{name}_variation_ratio"]["value"] or 0) > 0 for name in ratios
-        )
-
-    assert varied("sim-a") and not varied("sim-b")
+    jaccard = {
+        m: measurements["models"][m]["stability.run_pair_jaccard"] for m in ("sim-a", "sim-b")
+    }
+    assert jaccard["sim-b"]["n"] == 1 and jaccard["sim-b"]["p50"] == 1.0  # --vary 0
+    assert jaccard["sim-a"]["n"] == 1 and 0.0 < jaccard["sim-a"]["p50"] < 1.0  # --vary 0.3
+    artifacts = {name: (out / name).read_bytes() for name in ARTIFACTS}
+    with monkeypatch.context() as patch:  # a pure function: no network, the same bytes
+        patch.setattr(socket.socket, "connect", refuse_network)
+        patch.setattr(socket, "create_connection", refuse_network)
+        compare_results(str(out))
+    assert {name: (out / name).read_bytes() for name in ARTIFACTS} == artifacts
     assert set(measurements["gpus"]) == {"h200-sim", "l40s-sim"}
     assert (out / "measurements.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "measurements.parquet").is_file() and (out / "differences.jsonl").is_file()
@@ -314,3 +331,66 @@ def test_a_stopped_matrix_exits_130_and_resumes_without_paying_twice(
     manifest = json.loads((out / "manifest.json").read_text())
     assert [c["outcome"] for c in manifest["cells"]] == ["complete"] and manifest["finished_at"]
     assert lines(runs)[-1]["kind"] == "cell"
+
+
+def test_a_killed_harness_leaves_finished_cells_and_the_rerun_pays_nothing_twice(
+    ray_address: str, tmp_path: Path
+) -> None:
+    import psutil
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for i in range(6):
+        (corpus / f"s{i}.md").write_text(f"Alpha{i} uses Beta{i}.\n", encoding="utf-8")
+    out = tmp_path / "results"
+    with (
+        SimulatorProcess("--slots", "8") as fast,
+        SimulatorProcess("--slots", "1", "--latency-ms", "1500") as slow,
+    ):
+        models = write_models(
+            tmp_path / "models.json",
+            {"id": "fast", "model": "m", "url": fast.chat_url},
+            {"id": "slow", "model": "m", "url": slow.chat_url, "max_inflight": 1},
+        )
+        args = ["extract", "--models", str(models), "--context", CONTEXT, "--out", str(out)]
+        args += ["--address", ray_address, str(corpus)]
+        base = {k: v for k, v in os.environ.items() if not k.startswith("TAGURU_")}
+        harness = subprocess.Popen(
+            [sys.executable, "-m", "taguru_ray", "benchmark", *args],
+            env={**base, "PYTHONPATH": str(REPO)},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=REPO,
+        )
+        runs = out / "runs" / "slow.run01.jsonl"
+        manifest_path = out / "manifest.json"
+        deadline = time.monotonic() + 180
+
+        def fast_done() -> bool:
+            if not manifest_path.is_file():
+                return False
+            cells = json.loads(manifest_path.read_text())["cells"]
+            return any(c["cell_id"] == "fast.run01" for c in cells)
+
+        while not (fast_done() and runs.is_file() and '"kind":"attempt"' in runs.read_text()):
+            assert harness.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        children = psutil.Process(harness.pid).children()
+        harness.kill()  # SIGKILL: no handler runs; the child learns it from the kernel
+        harness.wait()
+        psutil.wait_procs(children, timeout=120)  # it stops at its checkpoint and exits
+        assert not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children)
+        paid = slow.stats()["requests"]
+        answered = sum(1 for line in lines(runs) if line["kind"] == "attempt")
+        assert 1 <= answered < 6
+        fast.reset()
+
+        resumed = benchmark(*args)
+        assert resumed.returncode == 0, resumed.stderr
+        assert fast.stats()["requests"] == 0  # its finished cell is skipped
+        assert slow.stats()["requests"] - paid == 6 - answered  # nothing answered is re-asked
+    manifest = json.loads(manifest_path.read_text())
+    assert {c["cell_id"]: c["outcome"] for c in manifest["cells"]} == {
+        "fast.run01": "complete",
+        "slow.run01": "complete",
+    }

@@ -10,10 +10,13 @@ ends (an object store cannot be tailed); the runs file is appended as there.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -31,6 +34,27 @@ from taguru_ray.store.outdir import OutDir
 
 POLL_SECONDS = 0.05
 CELL_FILES = ("diagnostics.jsonl", "stdout.log", "stderr.log", "exit_code")
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """Linux: a child gets SIGTERM when the harness dies (killed, out of memory), so it
+    stops at its next checkpoint instead of running on, orphaned, holding its --out's
+    lock against the rerun that resumes it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+
+    def arm() -> None:
+        prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
+
+    return arm
+
+
+DIE_WITH_PARENT = _die_with_parent()
 
 
 class HarnessError(RuntimeError):
@@ -137,7 +161,12 @@ class CellRun:
         ):
             try:
                 child = subprocess.Popen(
-                    argv, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.PIPE
+                    argv,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=stdout,
+                    stderr=subprocess.PIPE,
+                    preexec_fn=DIE_WITH_PARENT,  # one libc call after fork: no Python lock taken
                 )
             except OSError as error:
                 raise HarnessError(f"{cell.cell_id}: cannot start extract ({error})") from None

@@ -83,8 +83,14 @@ class Computed:
         return buffer.getvalue()
 
 
-def _now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+def _results_time(loaded: Loaded) -> str:
+    """`generated_at`: the time of the results measured — the matrix's end, else its last
+    cell's, else its start — never the clock, so one directory gives the same bytes."""
+    raw = loaded.manifest.raw
+    cells = [c.get("finished_at") for c in raw.get("cells", []) if isinstance(c, dict)]
+    stamps = [s for s in (raw.get("finished_at"), *sorted(filter(None, cells), reverse=True),
+                          raw.get("started_at")) if isinstance(s, str) and s]  # fmt: skip
+    return stamps[0] if stamps else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(0))
 
 
 def _split(results_dir: str) -> tuple[object, str]:
@@ -110,7 +116,7 @@ def compute(
     loaded = load_results(fs, root, warn)
     for warning in rung_drift_warnings(loaded.manifest):
         warn(warning)
-    measurements = build_measurements(loaded, generated_at or _now_iso())
+    measurements = build_measurements(loaded, generated_at or _results_time(loaded))
     differences = differences_text(loaded, with_text, warn)
     return Computed(loaded, measurements, differences)
 
