@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINT := taguru_ray tests $(wildcard benchmarks/*.py) $(wildcard jobs/*.py)
 
-.PHONY: demo bench-demo test lint venv clean
+.PHONY: demo bench-demo bench-matrix test lint venv clean
 
 venv: $(STAMP)
 
@@ -40,3 +40,6 @@ clean:
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
+
+bench-matrix: $(STAMP)
+	$(BIN)/python -m benchmarks.matrix $(BENCH_ARGS)

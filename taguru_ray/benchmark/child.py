@@ -32,6 +32,7 @@ FORWARDED = (
     "address",
     "workers",
     "worker_resource",
+    "segment_window",
 )
 
 
@@ -55,6 +56,7 @@ class TaskFlags:
     address: str | None = None
     workers: int | None = None
     worker_resource: str | None = None
+    segment_window: int | None = None  # segments in flight: a fast endpoint needs more than 8
 
 
 def extract_variables() -> frozenset[str]:

@@ -109,6 +109,12 @@ def parser() -> OneLineParser:
     p.add_argument(
         "--worker-resource", metavar="NAME", help="place segment workers on nodes with it"
     )
+    p.add_argument(
+        "--segment-window",
+        type=_int(1),
+        metavar="W",
+        help="segments in flight per cell (extract's default 8 caps a fast endpoint)",
+    )
     return p
 
 
@@ -155,6 +161,7 @@ def _flags(args: Any) -> TaskFlags | str:
         address=args.address or os.environ.get("RAY_ADDRESS") or None,
         workers=args.workers,
         worker_resource=args.worker_resource,
+        segment_window=args.segment_window,
     )
 
 
