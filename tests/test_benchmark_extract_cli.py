@@ -283,13 +283,31 @@ def test_results_on_s3_are_written_resumed_and_compared(
     assert set(measurements["cells"]) == {"sim-b.run01"}
 
 
-def test_a_stopped_matrix_exits_130_and_resumes_without_paying_twice(
-    ray_address: str, tmp_path: Path
-) -> None:
+def six_segments(tmp_path: Path) -> Path:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     for i in range(6):
         (corpus / f"s{i}.md").write_text(f"Alpha{i} uses Beta{i}.\n", encoding="utf-8")
+    return corpus
+
+
+def start_harness(args: list[str]) -> subprocess.Popen[str]:
+    """`benchmark extract` in the background, as a user's shell starts it."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("TAGURU_")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "taguru_ray", "benchmark", *args],
+        env={**base, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+
+
+def test_a_stopped_matrix_exits_130_and_resumes_without_paying_twice(
+    ray_address: str, tmp_path: Path
+) -> None:
+    corpus = six_segments(tmp_path)
     out = tmp_path / "results"
     with SimulatorProcess("--slots", "1", "--latency-ms", "1500") as slow:
         models = write_models(
@@ -298,15 +316,7 @@ def test_a_stopped_matrix_exits_130_and_resumes_without_paying_twice(
         )
         args = ["extract", "--models", str(models), "--context", CONTEXT, "--out", str(out)]
         args += ["--address", ray_address, str(corpus)]
-        base = {k: v for k, v in os.environ.items() if not k.startswith("TAGURU_")}
-        harness = subprocess.Popen(
-            [sys.executable, "-m", "taguru_ray", "benchmark", *args],
-            env={**base, "PYTHONPATH": str(REPO)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=REPO,
-        )
+        harness = start_harness(args)
         runs = out / "runs" / "slow.run01.jsonl"
         deadline = time.monotonic() + 180
         while not (runs.is_file() and '"kind":"attempt"' in runs.read_text()):
@@ -338,10 +348,7 @@ def test_a_killed_harness_leaves_finished_cells_and_the_rerun_pays_nothing_twice
 ) -> None:
     import psutil
 
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    for i in range(6):
-        (corpus / f"s{i}.md").write_text(f"Alpha{i} uses Beta{i}.\n", encoding="utf-8")
+    corpus = six_segments(tmp_path)
     out = tmp_path / "results"
     with (
         SimulatorProcess("--slots", "8") as fast,
@@ -354,14 +361,7 @@ def test_a_killed_harness_leaves_finished_cells_and_the_rerun_pays_nothing_twice
         )
         args = ["extract", "--models", str(models), "--context", CONTEXT, "--out", str(out)]
         args += ["--address", ray_address, str(corpus)]
-        base = {k: v for k, v in os.environ.items() if not k.startswith("TAGURU_")}
-        harness = subprocess.Popen(
-            [sys.executable, "-m", "taguru_ray", "benchmark", *args],
-            env={**base, "PYTHONPATH": str(REPO)},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            cwd=REPO,
-        )
+        harness = start_harness(args)
         runs = out / "runs" / "slow.run01.jsonl"
         manifest_path = out / "manifest.json"
         deadline = time.monotonic() + 180
@@ -377,7 +377,7 @@ def test_a_killed_harness_leaves_finished_cells_and_the_rerun_pays_nothing_twice
             time.sleep(0.1)
         children = psutil.Process(harness.pid).children()
         harness.kill()  # SIGKILL: no handler runs; the child learns it from the kernel
-        harness.wait()
+        harness.communicate()
         psutil.wait_procs(children, timeout=120)  # it stops at its checkpoint and exits
         assert not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children)
         paid = slow.stats()["requests"]

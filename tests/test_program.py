@@ -6,14 +6,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from taguru_ray.contract.completion import Completion
 from taguru_ray.contract.source_file import parse_source_file
-from taguru_ray.pipeline import effects as fx
-from taguru_ray.pipeline.claims import judge_alone
 from taguru_ray.pipeline.segment_job import Resume, SegmentJob
 from taguru_ray.pipeline.segment_program import extract
 from taguru_ray.pipeline.segment_state import SegmentTask
 from taguru_ray.settings import Settings
+from tests.program_world import World
 
 CONTEXT = "5b0d7f0e-6c1a-4d8e-9a51-2f3c4b5d6e7f"
 TEXT = "# Ray\n\nRay runs on Kubernetes.\n\nKubeRay manages Ray clusters."
@@ -25,52 +23,6 @@ GOOD = json.dumps(
         "aliases": [],
     }
 )
-
-
-class World:
-    """What the interpreter would do, in memory: every effect handled in order."""
-
-    def __init__(self, answers: list[str], resume: Resume | None = None) -> None:
-        self.answers = list(answers)
-        self.resume = resume or Resume()
-        self.log: list[dict[str, Any]] = []
-        self.units: dict[str, dict[str, Any]] = {}
-        self.files: tuple[bytes, bytes] | None = None
-        self.asked = 0
-
-    def run(self, program: fx.Program[Any]) -> Any:
-        result: Any = None
-        while True:
-            try:
-                effect = program.send(result)
-            except StopIteration as done:
-                return done.value
-            result = self.handle(effect)
-
-    def handle(self, effect: Any) -> Any:
-        if isinstance(effect, fx.Ask):
-            self.asked += 1
-            return fx.Answered(Completion("answer", self.answers.pop(0), "stop"), self.asked)
-        if isinstance(effect, fx.LoadResume):
-            return self.resume, None
-        if isinstance(effect, fx.Begin):
-            self.log.extend(effect.records)
-        elif isinstance(effect, fx.LogAttempt | fx.LogMove | fx.Log):
-            self.log.append(effect.record)
-        elif isinstance(effect, fx.SaveUnit):
-            self.units[effect.piece_id] = effect.unit
-        elif isinstance(effect, fx.Parallel):
-            return [self.run(start()) for start in effect.starts]
-        elif isinstance(effect, fx.Commit):
-            return judge_alone(effect.proposal)
-        elif isinstance(effect, fx.Finish):
-            self.files = (effect.source_file, effect.trace)
-            return []
-        elif isinstance(effect, fx.WhereRecords):
-            return fx.RecordsKept(True, None)
-        elif isinstance(effect, fx.CurrentRung):
-            return None
-        return None
 
 
 def task(**overrides: Any) -> SegmentTask:

@@ -18,11 +18,9 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from taguru_ray.cli.simulate import main as simulate_main
-from taguru_ray.contract.completion import Completion
 from taguru_ray.contract.source_file import parse_source_file
 from taguru_ray.pipeline import effects as fx
-from taguru_ray.pipeline.claims import judge_alone
-from taguru_ray.pipeline.segment_job import Resume, SegmentJob
+from taguru_ray.pipeline.segment_job import SegmentJob
 from taguru_ray.pipeline.segment_program import extract
 from taguru_ray.pipeline.segment_state import SegmentTask
 from taguru_ray.pipeline.validate import Rules, collect_issues
@@ -39,6 +37,7 @@ from taguru_ray.simulate import (
     run_of,
     vary_answer,
 )
+from tests.program_world import World
 
 TURN = """Segment 'docs/a.md', part 1 of 1:
 
@@ -186,47 +185,21 @@ SEGMENT = (
 )
 
 
-class SimulatedWorld:
+class SimulatedWorld(World):
     """Every effect of one segment program handled in memory; completions answered as
     the simulator answers them under `--vary`."""
 
     def __init__(self, config: SimulatorConfig, model: str) -> None:
+        super().__init__()
         self.config, self.model = config, model
-        self.source_file: bytes | None = None
-        self.asked = 0
 
-    def run(self, program: fx.Program[Any]) -> Any:
-        result: Any = None
-        while True:
-            try:
-                effect = program.send(result)
-            except StopIteration as done:
-                return done.value
-            result = self.handle(effect)
-
-    def handle(self, effect: Any) -> Any:
-        if isinstance(effect, fx.Ask):
-            self.asked += 1
-            messages = effect.request.messages
-            text = answer(messages)
-            turn = first_user_turn(messages) or ""
-            run = run_of(self.model, self.config.vary_run)
-            text = vary_answer(
-                text, turn, rate=self.config.vary, seed=self.config.vary_seed, run=run
-            )
-            return fx.Answered(Completion("answer", text, "stop"), self.asked)
-        if isinstance(effect, fx.LoadResume):
-            return Resume(), None
-        if isinstance(effect, fx.Parallel):
-            return [self.run(start()) for start in effect.starts]
-        if isinstance(effect, fx.Commit):
-            return judge_alone(effect.proposal)
-        if isinstance(effect, fx.Finish):
-            self.source_file = effect.source_file
-            return []
-        if isinstance(effect, fx.WhereRecords):
-            return fx.RecordsKept(True, None)
-        return None
+    def answer(self, ask: fx.Ask) -> str:
+        messages = ask.request.messages
+        turn = first_user_turn(messages) or ""
+        run = run_of(self.model, int(self.config.vary_run))
+        return vary_answer(
+            answer(messages), turn, rate=self.config.vary, seed=self.config.vary_seed, run=run
+        )
 
 
 def extract_with(config: SimulatorConfig, model: str) -> bytes:
@@ -235,8 +208,8 @@ def extract_with(config: SimulatorConfig, model: str) -> bytes:
     world = SimulatedWorld(config, model)
     outcome = world.run(extract(SegmentTask(job, settings, "run1")))
     assert outcome.status == "written", outcome.notes
-    assert world.source_file is not None
-    return world.source_file
+    assert world.files is not None
+    return world.files[0]
 
 
 def test_extract_writes_a_varied_answer_and_two_runs_write_different_files() -> None:
