@@ -23,6 +23,8 @@ RANKS = {
     "tools": 5,
     "simulate": 5,
     "benchmark": 5,  # benchmark extract runs extract as a child; compare is pure
+    "context": 3,  # the embedded Taguru context: store, import, search semantics
+    "serve": 5,  # its HTTP server
     "cli": 6,
     "__main__": 7,
     "__init__": 7,
