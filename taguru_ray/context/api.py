@@ -100,7 +100,7 @@ class ContextStore(Protocol):
         *,
         subject: Position = None,
         label: Position = None,
-        object: Position = None,  # noqa: A002 - the wire's own name
+        object: Position = None,  # the wire's own name
         limit: int = 100,
         since: int | None = None,
         until: int | None = None,
