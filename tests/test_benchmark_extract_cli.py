@@ -21,10 +21,9 @@ import pytest
 from taguru_ray.benchmark.compare import ARTIFACTS
 from taguru_ray.benchmark.compare import compare as compare_results
 from taguru_ray.simulate.harness import SimulatorProcess
-from taguru_ray.tools.verify import render_text, verify_files
 from tests import s3 as server
 from tests.s3 import S3
-from tests.support import CONTEXT, REPO
+from tests.support import CONTEXT, REPO, assert_imports_whole
 
 SEGMENTS = {
     "brewery.md": "Kura Brewing is a sake brewery in Fushimi.\n\nKura Brewing uses Yamada "
@@ -70,19 +69,6 @@ def benchmark(
         timeout=timeout,
         cwd=REPO,
     )
-
-
-def assert_batches_import_whole(cell_dir: Path) -> None:
-    """A cell's source files import whole; its diagnostics.jsonl (where the reference's
-    layout puts it) is the benchmark's record, never imported (benchmark search skips it)."""
-    files = {
-        p.name: p.read_bytes()
-        for p in sorted(cell_dir.glob("*.jsonl"))
-        if p.name != "diagnostics.jsonl"
-    }
-    assert files
-    result = verify_files(files)
-    assert result.ok, render_text(result)
 
 
 def lines(path: Path) -> list[dict[str, Any]]:
@@ -139,8 +125,8 @@ def test_a_matrix_runs_resumes_widens_and_refuses_a_changed_matrix(
         for end in ends:
             assert (out / end["batch_path"]).is_file()  # relative to the results folder
         assert (out / cell["cell_dir"] / "exit_code").read_text() == "0"
-        assert (out / cell["cell_dir"] / "diagnostics.jsonl").is_file()
-        assert_batches_import_whole(out / cell["cell_dir"])
+        assert (out / cell["cell_dir"] / ".diagnostics.jsonl").is_file()
+        assert_imports_whole(str(out / cell["cell_dir"]))  # the sidecar is hidden
     priced = cells["sim-a.run01"]["saturation"]
     assert priced["cost_per_1k_segments"] > 0 and priced["cost_per_1m_output_tokens"] > 0
     assert cells["sim-b.run01"]["saturation"]["cost_per_1k_segments"] is None  # no price
@@ -243,6 +229,9 @@ def test_a_bad_matrix_or_corpus_stops_before_any_call(tmp_path: Path) -> None:
     empty.mkdir()
     refused = benchmark(*base, str(empty))
     assert refused.returncode == 2 and "holds no .md or .txt" in refused.stderr
+    missing = benchmark(*base, "--vocabulary", str(tmp_path / "nowhere"), str(corpus))
+    assert missing.returncode == 1 and "--vocabulary" in missing.stderr
+    assert "Traceback" not in missing.stderr and not (tmp_path / "r").exists()
     assert benchmark("extract", "--help").returncode == 0
     assert benchmark("nope").returncode == 2 and benchmark("--help").returncode == 0
 
@@ -270,7 +259,7 @@ def test_results_on_s3_are_written_resumed_and_compared(
     assert cell["outcome"] == "complete" and manifest["finished_at"]
     runs = [json.loads(x) for x in fs.cat_file(f"{results}/{cell['runs_file']}").splitlines()]
     assert runs[0]["kind"] == "header" and runs[-1]["kind"] == "cell"
-    for name in ("exit_code", "stdout.log", "stderr.log", "diagnostics.jsonl"):
+    for name in ("exit_code", "stdout.log", "stderr.log", ".diagnostics.jsonl"):
         assert fs.exists(f"{results}/{cell['cell_dir']}/{name}"), name
     ends = [r for r in runs if r["kind"] == "segment" and r["phase"] == "end"]
     assert all(fs.exists(f"{results}/{end['batch_path']}") for end in ends) and len(ends) == 2

@@ -33,7 +33,10 @@ from taguru_ray.contract.settings.fingerprint import PROMPT_VERSION
 from taguru_ray.store.outdir import OutDir
 
 POLL_SECONDS = 0.05
-CELL_FILES = ("diagnostics.jsonl", "stdout.log", "stderr.log", "exit_code")
+# The sidecar's name is hidden: the cell folder is an ordinary --out, and `taguru import`,
+# `verify` and `--vocabulary` read every visible *.jsonl in it as a source file.
+SIDECAR = ".diagnostics.jsonl"
+CELL_FILES = (SIDECAR, "stdout.log", "stderr.log", "exit_code")
 
 
 def _die_with_parent() -> Callable[[], None] | None:
@@ -108,7 +111,7 @@ class CellRun:
         try:
             if earlier is None:
                 runs.append(_jsonl([runs_header(cell, self.run_id, PROMPT_VERSION)]))
-            sidecar = os.path.join(folder, "diagnostics.jsonl")
+            sidecar = os.path.join(folder, SIDECAR)
             seen, exit_code = self._child(cell, folder, sidecar, transcriber, runs)
             outcome = cell_outcome(exit_code)
             if outcome is None:

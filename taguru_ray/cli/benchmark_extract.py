@@ -50,6 +50,7 @@ from taguru_ray.errors import (
     EXIT_OK,
     EXIT_USAGE,
     StartupError,
+    TaguruRayError,
     UsageError,
 )
 from taguru_ray.settings.resolve import UUID_RE, check_persists
@@ -200,7 +201,10 @@ def _run(args: Any) -> int:
                 redact_key=None,
                 chunk_context="off",
             )
-        except (OSError, ValueError) as error:
+        except TaguruRayError as error:  # the loader's own line names the file and the fix
+            print(f"{PREFIX}{error}", file=sys.stderr)
+            return EXIT_FAILED
+        except OSError as error:
             print(f"{PREFIX}--vocabulary {flags.vocabulary}: {error}", file=sys.stderr)
             return EXIT_FAILED
         vocabulary_digest = inputs.digests.vocabulary_digest

@@ -1,0 +1,105 @@
+"""The BM25 term function (EVALUATE.md §2.4): one function for paragraphs and queries.
+
+Over ``normalize_entry(text)``:
+
+- a run of ASCII alphanumerics is one word term (``apple``);
+- a run of other characters Rust's ``char::is_alphanumeric`` accepts gives every
+  adjacent pair as a term (``酒造``), and a run of exactly one character gives
+  that character alone;
+- anything else (space, punctuation, symbols) ends a run, and so does a switch
+  between ASCII and non-ASCII, so no term straddles ``第10篇``.
+
+Then, over the NFKC-but-not-lowercased text, every ASCII-alphanumeric run that
+splits at a case boundary adds one word term per piece (``AppState`` → ``app``,
+``state``; ``HTTPServer`` → ``http``, ``server``; ``U64Max`` → ``u64``, ``max``).
+A piece is the same term as the same word standing alone.
+
+Terms are plain strings: a word is ASCII only, a pair is two non-ASCII
+characters and a lone term one, so the three kinds never collide (the reference
+hashes them into disjoint key spaces to the same effect).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterator
+
+from taguru_ray.context.normalize import normalize_entry
+from taguru_ray.text.char_classes import is_alphanumeric
+
+
+def passage_terms(raw: str) -> list[str]:
+    """Every term of a paragraph or question, repeats kept (they are its term counts)."""
+    terms = list(_text_terms(normalize_entry(raw)))
+    terms.extend(_camel_terms(unicodedata.normalize("NFKC", raw)))
+    return terms
+
+
+def query_terms(raw: str) -> list[str]:
+    """A query's terms, deduplicated in first-occurrence order."""
+    return list(dict.fromkeys(passage_terms(raw)))
+
+
+def _is_ascii_alnum(char: str) -> bool:
+    return char.isascii() and char.isalnum()
+
+
+def _text_terms(text: str) -> Iterator[str]:
+    word: list[str] = []
+    run: list[str] = []  # the current non-ASCII alphanumeric run
+    for char in text:
+        if _is_ascii_alnum(char):
+            if run:
+                yield from _run_terms(run)
+                run = []
+            word.append(char)
+            continue
+        if word:
+            yield "".join(word)
+            word = []
+        if not char.isascii() and is_alphanumeric(char):
+            run.append(char)
+        elif run:
+            yield from _run_terms(run)
+            run = []
+    if word:
+        yield "".join(word)
+    if run:
+        yield from _run_terms(run)
+
+
+def _run_terms(run: list[str]) -> Iterator[str]:
+    if len(run) == 1:
+        yield run[0]
+        return
+    for first, second in zip(run, run[1:], strict=False):
+        yield first + second
+
+
+def _camel_terms(text: str) -> Iterator[str]:
+    run: list[str] = []
+    for char in text:
+        if _is_ascii_alnum(char):
+            run.append(char)
+        else:
+            yield from _camel_pieces(run)
+            run = []
+    yield from _camel_pieces(run)
+
+
+def _camel_pieces(run: list[str]) -> Iterator[str]:
+    """The pieces of a run that splits at a case boundary; nothing when it does not."""
+    starts = [0]
+    for at in range(1, len(run)):
+        if not run[at].isupper():
+            continue
+        before = run[at - 1]
+        after_lower = before.islower() or before.isdigit()
+        ends_acronym = before.isupper() and at + 1 < len(run) and run[at + 1].islower()
+        if after_lower or ends_acronym:
+            starts.append(at)
+    if len(starts) < 2:
+        return
+    starts.append(len(run))
+    for begin, end in zip(starts, starts[1:], strict=False):
+        yield "".join(run[begin:end]).lower()
