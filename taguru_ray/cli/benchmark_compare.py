@@ -30,10 +30,13 @@ runs/*.jsonl, the batches under cells/) and writes, from that one read:
                         and segment, each metric defined inside the file
   measurements.csv      the same values as one flat table
   measurements.parquet  that table as Parquet
+  measurements.png      throughput against latency per cell (a marker per GPU
+                        label), volume and run-to-run stability per model
 
 A pure function of RESULTS_DIR: no model, no network. Nothing is ranked and no
 single score is computed. Re-running overwrites the artifacts with a fresh
-computation; on a failure none is left half-written.
+computation; on a failure none is left half-written. The same directory gives
+the same bytes (generated_at is the results' own time, not the clock).
 
   RESULTS_DIR   a local path or an fsspec URL (s3://bucket/results)
   --with-text   put each differences locator's paragraph text in the record,
