@@ -17,6 +17,9 @@ verbs:
   metrics    fold an --out's records into metric tables (loss, coverage, cost, …)
   verify     check an --out as `taguru import` of the whole folder would read it
   benchmark  extract a model matrix into a results directory; compare its measurements
+  import     load source files into an embedded context store (or a Taguru server)
+  search     rank a store's paragraphs against a query, as Taguru does
+  serve      answer Taguru's HTTP API for an embedded context store (--store DIR)
 
 taguru-ray <verb> --help shows a verb's options.
 """
@@ -59,5 +62,17 @@ def main(argv: list[str] | None = None) -> int:
         from taguru_ray.cli.benchmark import main as benchmark_main
 
         return benchmark_main(rest)
+    if verb == "serve":
+        from taguru_ray.cli.serve import main as serve_main
+
+        return serve_main(rest)
+    if verb == "import":
+        from taguru_ray.cli.import_ import main as import_main
+
+        return import_main(rest)
+    if verb == "search":
+        from taguru_ray.cli.search import main as search_main
+
+        return search_main(rest)
     print(f"taguru-ray: unknown verb {verb!r}\n\n{USAGE}", end="", file=sys.stderr)
     return 2

@@ -18,6 +18,10 @@ _TO_HIRAGANA = 0x60
 
 
 def _lowercase(text: str) -> str:
+    # str.lower() is per character except for the final-sigma rule, the only context
+    # its case mapping reads; per character only when a capital sigma is present.
+    if "\u03a3" not in text:
+        return text.lower()
     return "".join(char.lower() for char in text)
 
 
@@ -27,8 +31,6 @@ def normalize_entry(text: str) -> str:
         return text.lower()  # the common case: NFKC and the kana fold change no ASCII
     folded = _lowercase(unicodedata.normalize("NFKC", _lowercase(text)))
     return "".join(
-        chr(ord(char) - _TO_HIRAGANA)
-        if _KATAKANA_FIRST <= ord(char) <= _KATAKANA_LAST
-        else char
+        chr(ord(char) - _TO_HIRAGANA) if _KATAKANA_FIRST <= ord(char) <= _KATAKANA_LAST else char
         for char in folded
     )

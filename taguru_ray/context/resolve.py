@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from taguru_ray.context.normalize import normalize_entry
@@ -105,7 +105,13 @@ class EntryIndex:
         resolutions.sort(key=lambda r: (-r.score, r.name))
         return resolutions
 
-    def _fuzzy(self, needle: str, floor: float, contained: set[int], record) -> None:  # noqa: ANN001
+    def _fuzzy(
+        self,
+        needle: str,
+        floor: float,
+        contained: set[int],
+        record: Callable[[str, float, str], None],
+    ) -> None:
         grams = _bigrams(needle)
         informative_needle = sum(1 for gram in grams if not self._is_stop(gram))
         shared: dict[int, int] = defaultdict(int)

@@ -21,8 +21,11 @@ hashes them into disjoint key spaces to the same effect).
 
 from __future__ import annotations
 
+import itertools
+import re
 import unicodedata
 from collections.abc import Iterator
+from functools import lru_cache
 
 from taguru_ray.context.normalize import normalize_entry
 from taguru_ray.text.char_classes import is_alphanumeric
@@ -40,54 +43,49 @@ def query_terms(raw: str) -> list[str]:
     return list(dict.fromkeys(passage_terms(raw)))
 
 
-def _is_ascii_alnum(char: str) -> bool:
-    return char.isascii() and char.isalnum()
+_ASCII_RUN = re.compile(r"[A-Za-z0-9]+")
+_TOKEN = re.compile(r"[A-Za-z0-9]+|[^\x00-\x7f]+")
+
+
+@lru_cache(maxsize=1 << 16)
+def _in_run(char: str) -> bool:
+    return is_alphanumeric(char)
 
 
 def _text_terms(text: str) -> Iterator[str]:
-    word: list[str] = []
-    run: list[str] = []  # the current non-ASCII alphanumeric run
-    for char in text:
-        if _is_ascii_alnum(char):
-            if run:
+    """Words and pairs in text order; ASCII punctuation between tokens breaks every run."""
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token[0].isascii():
+            yield token
+            continue
+        run: list[str] = []
+        for char in token:
+            if _in_run(char):
+                run.append(char)
+            elif run:
                 yield from _run_terms(run)
                 run = []
-            word.append(char)
-            continue
-        if word:
-            yield "".join(word)
-            word = []
-        if not char.isascii() and is_alphanumeric(char):
-            run.append(char)
-        elif run:
+        if run:
             yield from _run_terms(run)
-            run = []
-    if word:
-        yield "".join(word)
-    if run:
-        yield from _run_terms(run)
 
 
 def _run_terms(run: list[str]) -> Iterator[str]:
     if len(run) == 1:
         yield run[0]
         return
-    for first, second in zip(run, run[1:], strict=False):
+    for first, second in itertools.pairwise(run):
         yield first + second
 
 
 def _camel_terms(text: str) -> Iterator[str]:
-    run: list[str] = []
-    for char in text:
-        if _is_ascii_alnum(char):
-            run.append(char)
-        else:
+    for match in _ASCII_RUN.finditer(text):
+        run = match.group()
+        if not run.islower() and len(run) > 1:
             yield from _camel_pieces(run)
-            run = []
-    yield from _camel_pieces(run)
 
 
-def _camel_pieces(run: list[str]) -> Iterator[str]:
+def _camel_pieces(run: str) -> Iterator[str]:
     """The pieces of a run that splits at a case boundary; nothing when it does not."""
     starts = [0]
     for at in range(1, len(run)):
@@ -101,5 +99,5 @@ def _camel_pieces(run: list[str]) -> Iterator[str]:
     if len(starts) < 2:
         return
     starts.append(len(run))
-    for begin, end in zip(starts, starts[1:], strict=False):
-        yield "".join(run[begin:end]).lower()
+    for begin, end in itertools.pairwise(starts):
+        yield run[begin:end].lower()

@@ -119,7 +119,9 @@ def _scopes(text: str | None, names: set[str]) -> dict[str, Scope]:
     try:
         raw = json.loads(text)
     except ValueError as exc:
-        raise KeyringError(f"TAGURU_KEY_SCOPES is not the documented JSON shape {shape}: {exc}")
+        raise KeyringError(
+            f"TAGURU_KEY_SCOPES is not the documented JSON shape {shape}: {exc}"
+        ) from None
     if not isinstance(raw, dict):
         raise KeyringError(f"TAGURU_KEY_SCOPES is not the documented JSON shape {shape}")
     return {name: _scope(name, spec, names, shape) for name, spec in raw.items()}

@@ -1,0 +1,156 @@
+"""``taguru-ray import PATH… (--store DIR | --url URL) [--context NAME] [--dry-run]``.
+
+PATH: source files or folders of them (an extract ``--out``; any fsspec URL).
+A folder's ``*.jsonl`` files are read in name order, hidden names (the trace
+folder, a benchmark cell's ``.diagnostics.jsonl``) skipped. With ``--store``
+each file is applied to the embedded store in one transaction — all of it or
+nothing — its source replacing whatever an earlier import stored for it; a
+missing context is created (named ``--context``, else the header's
+``create.name``, else its ``context_id``). With ``--url`` each file is POSTed to
+a Taguru server's ``/import`` (bearer ``TAGURU_API_TOKEN``, else the first
+``name:token`` of ``TAGURU_API_TOKENS``).
+
+stdout: one line per file imported; stderr: one line per file refused,
+``<file>: line <n>: <path>: <why>``. Exit 0 all imported, 1 any refused or
+unreadable, 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from typing import Any
+
+from taguru_ray.cli.args import parse
+from taguru_ray.context.importer import ImportRefusal, read_stream
+from taguru_ray.context.store import SqliteStore
+from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from taguru_ray.tools.records import source_files
+
+PREFIX = "taguru-ray: import: "
+NOT_SOURCE_FILES = frozenset({"diagnostics.jsonl"})
+TIMEOUT_SECONDS = 35
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="taguru-ray import",
+        description="Import source files into an embedded Taguru context store (--store) or "
+        "a Taguru server (--url). A refused file applies nothing.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="source files or folders")
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--store", metavar="DIR", help="the embedded store's folder")
+    target.add_argument("--url", metavar="URL", help="a Taguru server to POST /import to")
+    parser.add_argument("--context", metavar="NAME", help="the local context's name")
+    parser.add_argument("--dry-run", action="store_true", help="check and count, write nothing")
+    return parser
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parse(build_parser(), argv)
+    if isinstance(args, int):
+        return args
+    if args.url and args.context:
+        print(f"{PREFIX}--context names a local context; with --url the header's context "
+              "is the server's", file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
+    files: list[tuple[str, bytes]] = []
+    for path in args.paths:
+        try:
+            found = source_files(path)
+        except FileNotFoundError:
+            print(f"{PREFIX}{path}: no such file or folder", file=sys.stderr)
+            return EXIT_USAGE
+        except OSError as error:
+            print(f"{PREFIX}{path}: cannot read it ({error})", file=sys.stderr)
+            return EXIT_FAILED
+        named = [(n, d) for n, d in found.items() if os.path.basename(n) not in NOT_SOURCE_FILES]
+        if len(found) > 1 or found.keys() != {path}:
+            named = [(f"{path.rstrip('/')}/{n}", d) for n, d in named]
+        if not named:
+            print(f"{PREFIX}{path}: no source file (*.jsonl) in it", file=sys.stderr)
+        files.extend(named)
+    if args.url:
+        refused = sum(not _post(args.url, name, data, args.dry_run) for name, data in files)
+    else:
+        store = SqliteStore(args.store)
+        refused = sum(not _apply(store, name, data, args) for name, data in files)
+    return EXIT_FAILED if refused or not files else EXIT_OK
+
+
+def _apply(store: SqliteStore, name: str, data: bytes, args: argparse.Namespace) -> bool:
+    try:
+        stream = read_stream(data, name=name, context=args.context)
+        results = store.import_batches(stream.batches, dry_run=args.dry_run, create_missing=True)
+    except ImportRefusal as refusal:
+        print(f"{refusal} — nothing of this file was applied", file=sys.stderr)
+        return False
+    for result in results:
+        print(_summary(name, result, args.dry_run))
+    return True
+
+
+def _summary(name: str, result: dict[str, Any], dry_run: bool) -> str:
+    verb = "would import" if dry_run else "imported"
+    parts = [f"{result['associations']} associations", f"{result['aliases']} aliases"]
+    if result["passage_stored"]:
+        parts.append("passage stored")
+    for kind in ("questions", "sections", "locators"):
+        if result[f"{kind}_stored"]:
+            parts.append(f"{result[f'{kind}_stored']} {kind}")
+    dropped = sum(result[k] for k in result if k.endswith("_dropped") and k != "passage_dropped")
+    if dropped:
+        parts.append(f"{dropped} dropped (paragraph out of range)")
+    created = " (created)" if result["created"] else ""
+    return (
+        f"{name}: {verb} source '{result['source']}' into context '{result['context']}'"
+        f"{created}: {', '.join(parts)}"
+    )
+
+
+def bearer_token() -> str | None:
+    """``TAGURU_API_TOKEN``, else the token of the first ``name:token`` in ``TAGURU_API_TOKENS``."""
+    token = os.environ.get("TAGURU_API_TOKEN")
+    if token:
+        return token
+    first = os.environ.get("TAGURU_API_TOKENS", "").split(",")[0].strip()
+    return first.split(":", 1)[1] if ":" in first else (first or None)
+
+
+def _post(url: str, name: str, data: bytes, dry_run: bool) -> bool:
+    target = url.rstrip("/") + "/import" + ("?dry_run=true" if dry_run else "")
+    request = urllib.request.Request(target, data=data, method="POST")
+    request.add_header("Content-Type", "application/x-ndjson")
+    token = bearer_token()
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
+            body = json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        print(f"{name}: refused by {target}: {_server_error(error)}", file=sys.stderr)
+        return False
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        print(f"{name}: {target} could not be reached: {error}", file=sys.stderr)
+        return False
+    for result in (body.get("result") or {}).get("batches", []):
+        print(_summary(name, result, dry_run))
+    return True
+
+
+def _server_error(error: urllib.error.HTTPError) -> str:
+    raw = error.read()
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return f"{error.code}: {raw.decode('utf-8', 'replace')[:200]}"
+    paths = ", ".join(issue.get("path", "?") for issue in body.get("issues", []))
+    where = f" [{paths}]" if paths else ""
+    return f"{error.code} {body.get('code', '')}: {body.get('error', '')}{where}"

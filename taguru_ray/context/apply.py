@@ -1,0 +1,323 @@
+"""Applying one `Batch` to the store inside the caller's transaction (EVALUATE.md §4.1, §2.5).
+
+Per batch: create the context if it is missing (and the batch may) → retract
+the source (its attributions and its passage with everything hung on it) →
+store the passage (paragraphs, BM25 postings with its questions' terms added
+to their paragraph, sections, locators, metadata) → associations (concepts and
+labels interned, alias spellings landing on their canonical; edge sum and
+count accumulated; one attribution per (edge, source) whose paragraph the
+first assertion sets) → aliases (concepts then labels, by spelling). A refusal
+raises `ImportRefusal`; the caller rolls the transaction back, so nothing of
+the batch is applied.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections import Counter
+from typing import Any
+
+from taguru_ray.context.importer import Batch, ImportRefusal
+from taguru_ray.context.resolve import clamp_floor
+from taguru_ray.context.terms import passage_terms
+from taguru_ray.text.paragraphs import split_paragraphs
+
+
+def apply_batch(conn: sqlite3.Connection, batch: Batch, *, create_missing: bool) -> dict[str, Any]:
+    """Write one batch; return its `import` counters (the keys of the `import.json` fixture)."""
+    context, created = _context(conn, batch, create_missing)
+    source = _source_row(conn, context, batch.source_id)
+    retracted, had_passage = retract(conn, context, source)
+    counts: dict[str, Any] = {
+        "context": batch.context,
+        "source": batch.source_id,
+        "created": created,
+        "retracted": retracted,
+        "associations": 0,
+        "aliases": 0,
+        "passage_stored": False,
+        "passage_dropped": False,
+        "questions_stored": 0,
+        "questions_dropped": 0,
+        "sections_stored": 0,
+        "sections_dropped": 0,
+        "locators_stored": 0,
+        "locators_dropped": 0,
+        "association_paragraphs_dropped": 0,
+        "schema_violations": 0,
+    }
+    paragraphs = _store_passage(conn, context, source, batch, counts)
+    for fact in batch.source.associations:
+        paragraph = fact.paragraph
+        if paragraph is not None and paragraph >= paragraphs:
+            paragraph = None
+            counts["association_paragraphs_dropped"] += 1
+        subject = _intern(conn, context, "concept", fact.subject)
+        label = _intern(conn, context, "label", fact.label)
+        object_ = _intern(conn, context, "concept", fact.object)
+        _associate(conn, context, source, (subject, label, object_), fact.weight, paragraph)
+        counts["associations"] += 1
+    counts["aliases"] = _aliases(conn, context, batch)
+    graph_ops = counts["associations"] + counts["aliases"] + (1 if retracted else 0)
+    passage_ops = int(counts["passage_stored"]) + int(had_passage)
+    conn.execute(
+        "UPDATE contexts SET rev_graph = rev_graph + ?, rev_passages = rev_passages + ?,"
+        " writes = writes + 1, last_write_epoch = ? WHERE id = ?",
+        (graph_ops, passage_ops, int(time.time()), context),
+    )
+    return counts
+
+
+def _context(conn: sqlite3.Connection, batch: Batch, create_missing: bool) -> tuple[int, bool]:
+    row = conn.execute("SELECT id FROM contexts WHERE name = ?", (batch.context,)).fetchone()
+    if row is not None:
+        return row[0], False
+    if batch.create is None and not create_missing:
+        raise ImportRefusal(
+            batch.file, batch.header_line, "context", f"context '{batch.context}' not found and "
+            "the header has no create block", status=404, code="no_context", kind="no_context",
+        )  # fmt: skip
+    create = batch.create
+    cursor = conn.execute(
+        "INSERT INTO contexts (name, context_id, description, pinned, dice_floor, semantic_floor)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (
+            batch.context,
+            batch.context_id,
+            (create.description if create else batch.source.header.description) or "",
+            int(create.pinned) if create else 0,
+            None if create is None or create.dice_floor is None
+            else clamp_floor(create.dice_floor, 0.3),
+            None if create is None or create.semantic_floor is None
+            else clamp_floor(create.semantic_floor, 0.35),
+        ),
+    )  # fmt: skip
+    return int(cursor.lastrowid or 0), True
+
+
+def _source_row(conn: sqlite3.Connection, context: int, name: str) -> int:
+    row = conn.execute(
+        "SELECT id FROM sources WHERE context = ? AND name = ?", (context, name)
+    ).fetchone()
+    if row is not None:
+        return int(row[0])
+    cursor = conn.execute("INSERT INTO sources (context, name) VALUES (?, ?)", (context, name))
+    return int(cursor.lastrowid or 0)
+
+
+def retract(conn: sqlite3.Connection, context: int, source: int) -> tuple[int, bool]:
+    """Remove a source's attributions (their weight leaves the edge) and its passage.
+    Returns (attributions removed, whether a passage was removed). Names stay interned."""
+    rows = conn.execute(
+        "SELECT edge, sum, count FROM attributions WHERE source = ?", (source,)
+    ).fetchall()
+    conn.executemany(
+        "UPDATE edges SET sum = sum - ?, count = count - ? WHERE id = ?",
+        [(total, count, edge) for edge, total, count in rows],
+    )
+    conn.execute("DELETE FROM attributions WHERE source = ?", (source,))
+    paragraphs = conn.execute(
+        "SELECT id, idx, text, length FROM paragraphs WHERE source = ?", (source,)
+    ).fetchall()
+    if paragraphs:
+        questions = _questions_by_paragraph(conn, source)
+        keys = []
+        for key, index, text, _ in paragraphs:
+            terms = set(passage_terms(text))
+            for question in questions.get(index, []):
+                terms.update(passage_terms(question))
+            keys.extend((context, term, key) for term in terms)
+        conn.executemany(
+            "DELETE FROM postings WHERE context = ? AND term = ? AND paragraph = ?", keys
+        )
+        conn.execute(
+            "UPDATE contexts SET paragraphs = paragraphs - ?, paragraph_length = paragraph_length"
+            " - ? WHERE id = ?",
+            (len(paragraphs), sum(row[3] for row in paragraphs), context),
+        )
+    for table in ("paragraphs", "questions", "sections", "locators"):
+        conn.execute(f"DELETE FROM {table} WHERE source = ?", (source,))
+    had = conn.execute("SELECT has_passage FROM sources WHERE id = ?", (source,)).fetchone()[0]
+    conn.execute(
+        "UPDATE sources SET has_passage = 0, stored_at = NULL, date = NULL, tags = '[]'"
+        " WHERE id = ?",
+        (source,),
+    )
+    return len(rows), bool(had)
+
+
+def _questions_by_paragraph(conn: sqlite3.Connection, source: int) -> dict[int, list[str]]:
+    found: dict[int, list[str]] = {}
+    for paragraph, question in conn.execute(
+        "SELECT paragraph, question FROM questions WHERE source = ? ORDER BY rowid", (source,)
+    ):
+        found.setdefault(paragraph, []).append(question)
+    return found
+
+
+def _store_passage(
+    conn: sqlite3.Connection, context: int, source: int, batch: Batch, counts: dict[str, Any]
+) -> int:
+    """Store the batch's passage; return its paragraph count (0 without one)."""
+    passage = batch.source.passage
+    if passage is None:
+        return 0
+    paragraphs = split_paragraphs(passage.text)
+    if not paragraphs:
+        counts["passage_dropped"] = True
+        return 0
+    count = len(paragraphs)
+    questions: dict[int, list[str]] = {}
+    for question in batch.source.questions:
+        if question.paragraph < count:
+            questions.setdefault(question.paragraph, []).append(question.question)
+            counts["questions_stored"] += 1
+        else:
+            counts["questions_dropped"] += 1
+    total = 0
+    for paragraph in paragraphs:
+        terms = passage_terms(paragraph.text)
+        for question in questions.get(paragraph.index, []):
+            terms.extend(passage_terms(question))
+        total += len(terms)
+        key = conn.execute(
+            "INSERT INTO paragraphs (source, idx, text, length) VALUES (?, ?, ?, ?)",
+            (source, paragraph.index, paragraph.text, len(terms)),
+        ).lastrowid
+        conn.executemany(
+            "INSERT INTO postings (context, term, paragraph, tf) VALUES (?, ?, ?, ?)",
+            [(context, term, key, tf) for term, tf in Counter(terms).items()],
+        )
+    conn.executemany(
+        "INSERT INTO questions (source, paragraph, question) VALUES (?, ?, ?)",
+        [(source, p, q) for p, texts in sorted(questions.items()) for q in texts],
+    )
+    markers: dict[str, dict[int, tuple[str, ...]]] = {"sections": {}, "locators": {}}
+    for section in batch.source.sections:
+        _mark(markers["sections"], section.paragraph, (section.section,), count, counts, "sections")
+    for locator in batch.locators:
+        value = (locator.kind, locator.value)
+        _mark(markers["locators"], locator.paragraph, value, count, counts, "locators")
+    conn.executemany(
+        "INSERT INTO sections (source, paragraph, section) VALUES (?, ?, ?)",
+        [(source, p, *v) for p, v in markers["sections"].items()],
+    )
+    conn.executemany(
+        "INSERT INTO locators (source, paragraph, kind, value) VALUES (?, ?, ?, ?)",
+        [(source, p, *v) for p, v in markers["locators"].items()],
+    )
+    conn.execute(
+        "UPDATE sources SET has_passage = 1, stored_at = ?, date = ?, tags = ? WHERE id = ?",
+        (int(time.time()), passage.date, json.dumps(list(passage.tags)), source),
+    )
+    conn.execute(
+        "UPDATE contexts SET paragraphs = paragraphs + ?, paragraph_length = paragraph_length + ?"
+        " WHERE id = ?",
+        (count, total, context),
+    )
+    counts["passage_stored"] = True
+    return count
+
+
+def _mark(
+    found: dict[int, tuple[str, ...]],
+    paragraph: int,
+    value: tuple[str, ...],
+    count: int,
+    counts: dict[str, Any],
+    kind: str,
+) -> None:
+    """A section or locator marker: out of range dropped; the same paragraph twice, last wins."""
+    if paragraph >= count:
+        counts[f"{kind}_dropped"] += 1
+    elif paragraph in found:
+        found[paragraph] = value
+    else:
+        found[paragraph] = value
+        counts[f"{kind}_stored"] += 1
+
+
+def lookup(conn: sqlite3.Connection, context: int, kind: str, spelling: str) -> int | None:
+    """The record a spelling names in one namespace: a canonical name, else an alias's target."""
+    row = conn.execute(
+        "SELECT id FROM names WHERE context = ? AND kind = ? AND name = ?",
+        (context, kind, spelling),
+    ).fetchone()
+    if row is None:
+        row = conn.execute(
+            "SELECT target FROM aliases WHERE context = ? AND kind = ? AND alias = ?",
+            (context, kind, spelling),
+        ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def _intern(conn: sqlite3.Connection, context: int, kind: str, spelling: str) -> int:
+    found = lookup(conn, context, kind, spelling)
+    if found is not None:
+        return found
+    cursor = conn.execute(
+        "INSERT INTO names (context, kind, name) VALUES (?, ?, ?)", (context, kind, spelling)
+    )
+    return int(cursor.lastrowid or 0)
+
+
+def _associate(
+    conn: sqlite3.Connection,
+    context: int,
+    source: int,
+    triple: tuple[int, int, int],
+    weight: float,
+    paragraph: int | None,
+) -> None:
+    conn.execute(
+        "INSERT INTO edges (context, subject, label, object, sum, count) VALUES (?, ?, ?, ?, ?, 1)"
+        " ON CONFLICT (context, subject, label, object) DO UPDATE SET sum = sum + excluded.sum,"
+        " count = count + 1",
+        (context, *triple, weight),
+    )
+    edge = conn.execute(
+        "SELECT id FROM edges WHERE context = ? AND subject = ? AND label = ? AND object = ?",
+        (context, *triple),
+    ).fetchone()[0]
+    conn.execute(
+        "INSERT INTO attributions (edge, source, sum, count, paragraph) VALUES (?, ?, ?, 1, ?)"
+        " ON CONFLICT (edge, source) DO UPDATE SET sum = sum + excluded.sum, count = count + 1",
+        (edge, source, weight, paragraph),
+    )
+
+
+def _aliases(conn: sqlite3.Connection, context: int, batch: Batch) -> int:
+    """Register the batch's aliases (concepts, then labels, by spelling); return how many
+    are new. An unknown canonical or an alias bound to another record refuses the batch."""
+    order = {"concept": 0, "label": 1}
+    added = 0
+    for alias in sorted(batch.source.aliases, key=lambda a: (order[a.kind], a.alias)):
+        line = batch.alias_line(alias.kind, alias.alias)
+        path = f"{'concepts' if alias.kind == 'concept' else 'labels'}[{alias.alias!r}]"
+        target = lookup(conn, context, alias.kind, alias.canonical)
+        if target is None:
+            raise ImportRefusal(
+                batch.file, line, path, f"{alias.kind} alias '{alias.alias}' → "
+                f"'{alias.canonical}': the canonical spelling is not interned",
+                status=409, code="conflict", kind="unknown_reference",
+                expected=f"'{alias.canonical}' already interned as a concept or label this "
+                "batch's associations use", actual="not present in this request",
+            )  # fmt: skip
+        bound = lookup(conn, context, alias.kind, alias.alias)
+        if bound == target:
+            continue
+        if bound is not None:
+            raise ImportRefusal(
+                batch.file, line, path, f"{alias.kind} alias '{alias.alias}' is already bound "
+                "to another record", status=409, code="conflict", kind="conflict",
+                expected=f"'{alias.alias}' unbound or bound to '{alias.canonical}'",
+                actual="bound to another record",
+            )  # fmt: skip
+        conn.execute(
+            "INSERT INTO aliases (context, kind, alias, target) VALUES (?, ?, ?, ?)",
+            (context, alias.kind, alias.alias, target),
+        )
+        added += 1
+    return added

@@ -1,0 +1,201 @@
+"""Reading passages: `sources/search` ranking and `citations` (EVALUATE.md §1.2, §1.5, §2.4).
+
+Search runs the BM25 lane over the store's postings; the vector lane is not
+built in this store and always reports ``no embedding provider is configured``,
+so a hit's score is its raw BM25 score. A tag/time filter decides once which
+sources may answer (tags any-of; ``[since, until)`` on ``date`` else
+``stored_at``), never the corpus statistics. Order: score descending, source,
+paragraph; cut to ``limit``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from taguru_ray.context.api import ContextError, invalid_argument
+from taguru_ray.context.bm25 import Postings, score, wire_f32
+from taguru_ray.context.terms import query_terms
+
+NO_PROVIDER = "no embedding provider is configured"
+NO_TERMS = "the query yields no searchable terms"
+ZERO_LIMIT = "the requested limit is 0"
+MAX_LIMIT = 1000
+MAX_FILTER_TAGS = 32
+MAX_TAG_BYTES = 128
+
+
+def search(
+    conn: sqlite3.Connection,
+    context: tuple[int, str, int, int],
+    query: str,
+    *,
+    limit: int,
+    tags: Sequence[str],
+    since: int | None,
+    until: int | None,
+) -> dict[str, Any]:
+    """`context` = (id, name, live paragraphs, their summed length)."""
+    key, name, live, total_length = context
+    if limit < 0:
+        raise invalid_argument("limit must not be negative")
+    limit = min(limit, MAX_LIMIT)
+    _check_filter(tags, since, until)
+    plan: dict[str, Any] = {"context": name}
+    eligible: set[int] | None = None
+    if tags or since is not None or until is not None:
+        eligible, total = _eligible(conn, key, tags, since, until)
+        plan["filter"] = {"eligible_sources": len(eligible), "total_sources": total}
+    terms = query_terms(query)
+    skipped = ZERO_LIMIT if limit == 0 else NO_TERMS if not terms else None
+    if skipped is not None:
+        plan["lanes"] = {"bm25": _idle(skipped), "vector": _idle(skipped)}
+        return {"plan": {"contexts": [plan]}, "hits": []}
+    plan["lanes"] = {"bm25": {"ran": True}, "vector": _idle(NO_PROVIDER)}
+    found = _bm25(conn, key, terms, live, total_length, eligible, limit)
+    hits = [
+        {
+            "source": source,
+            "paragraph": index,
+            "score": wire_f32(value),
+            "text": text,
+            "lanes": {"bm25": {"rank": rank, "score": wire_f32(value)}},
+        }
+        for rank, (value, source, index, text) in enumerate(found, start=1)
+    ]
+    return {"plan": {"contexts": [plan]}, "hits": hits}
+
+
+def _idle(reason: str) -> dict[str, Any]:
+    return {"ran": False, "reason": reason}
+
+
+def _check_filter(tags: Sequence[str], since: int | None, until: int | None) -> None:
+    if len(set(tags)) > MAX_FILTER_TAGS:
+        raise invalid_argument(f"at most {MAX_FILTER_TAGS} distinct tags may be given")
+    for tag in tags:
+        if not isinstance(tag, str) or len(tag.encode("utf-8")) > MAX_TAG_BYTES:
+            raise invalid_argument(f"a tag is a string of at most {MAX_TAG_BYTES} bytes")
+    if since is not None and until is not None and since >= until:
+        raise invalid_argument(f"since ({since}) must be before until ({until})")
+
+
+def _eligible(
+    conn: sqlite3.Connection,
+    context: int,
+    tags: Sequence[str],
+    since: int | None,
+    until: int | None,
+) -> tuple[set[int], int]:
+    wanted = set(tags)
+    eligible: set[int] = set()
+    total = 0
+    for key, stamp, raw in conn.execute(
+        "SELECT id, coalesce(date, stored_at), tags FROM sources"
+        " WHERE context = ? AND has_passage = 1",
+        (context,),
+    ):
+        total += 1
+        if wanted and not wanted.intersection(json.loads(raw)):
+            continue
+        if since is not None or until is not None:
+            if stamp is None:
+                continue
+            if (since is not None and stamp < since) or (until is not None and stamp >= until):
+                continue
+        eligible.add(key)
+    return eligible, total
+
+
+def _bm25(
+    conn: sqlite3.Connection,
+    context: int,
+    terms: list[str],
+    live: int,
+    total_length: int,
+    eligible: set[int] | None,
+    limit: int,
+) -> list[tuple[np.float32, str, int, str]]:
+    """The top `limit` (score, source, paragraph, text), ties broken by source, paragraph."""
+    postings: list[Postings] = []
+    owner: dict[int, int] = {}
+    for term in terms:
+        rows = conn.execute(
+            "SELECT p.paragraph, p.tf, g.length, g.source FROM postings p"
+            " JOIN paragraphs g ON g.id = p.paragraph WHERE p.context = ? AND p.term = ?",
+            (context, term),
+        ).fetchall()
+        if not rows:
+            continue
+        table = np.array(rows, dtype=np.int64)
+        postings.append(Postings(table[:, 0], table[:, 1].astype(np.float32),
+                                 table[:, 2].astype(np.float32)))  # fmt: skip
+        if eligible is not None:
+            owner.update(zip(table[:, 0].tolist(), table[:, 3].tolist(), strict=True))
+    keys, scores = score(postings, live, total_length)
+    if eligible is not None:
+        keep = np.array([owner[k] in eligible for k in keys.tolist()], dtype=bool)
+        if len(keys):
+            keys, scores = keys[keep], scores[keep]
+    if not len(keys):
+        return []
+    order = np.argsort(-scores, kind="stable")
+    cutoff = scores[order[min(limit, len(order)) - 1]]
+    chosen = keys[scores >= cutoff].tolist()  # every tie at the cut, ordered below by name
+    by_key = dict(zip(keys.tolist(), scores.tolist(), strict=True))
+    found = []
+    for start in range(0, len(chosen), 500):
+        batch = chosen[start : start + 500]
+        marks = ",".join("?" * len(batch))
+        for key, source, index, text in conn.execute(
+            "SELECT g.id, s.name, g.idx, g.text FROM paragraphs g JOIN sources s"
+            f" ON s.id = g.source WHERE g.id IN ({marks})",
+            batch,
+        ):
+            found.append((np.float32(by_key[key]), source, index, text))
+    found.sort(key=lambda hit: (-hit[0], hit[1], hit[2]))
+    return found[:limit]
+
+
+def citation(conn: sqlite3.Connection, context: int, source: str, paragraph: int) -> dict[str, Any]:
+    """One paragraph's text with its section (nearest marker at or before) and its locator."""
+    if not source:
+        raise invalid_argument("source must not be empty")
+    if isinstance(paragraph, bool) or not isinstance(paragraph, int) or paragraph < 0:
+        raise invalid_argument("paragraph must be an integer from 0")
+    row = conn.execute(
+        "SELECT id FROM sources WHERE context = ? AND name = ? AND has_passage = 1",
+        (context, source),
+    ).fetchone()
+    if row is None:
+        raise ContextError(404, "no_source", f"source '{source}' has no stored passage")
+    found = conn.execute(
+        "SELECT text FROM paragraphs WHERE source = ? AND idx = ?", (row[0], paragraph)
+    ).fetchone()
+    if found is None:
+        count = conn.execute("SELECT count(*) FROM paragraphs WHERE source = ?", (row[0],))
+        message = (
+            f"source '{source}' has {count.fetchone()[0]} paragraph(s); {paragraph} is not one"
+        )
+        raise ContextError(404, "no_paragraph", message)
+    return {"text": found[0], "source": source, **markers(conn, row[0], paragraph)}
+
+
+def markers(conn: sqlite3.Connection, source: int, paragraph: int) -> dict[str, Any]:
+    """`section` (nearest section marker at or before the paragraph) and `locator` (exact)."""
+    section = conn.execute(
+        "SELECT section FROM sections WHERE source = ? AND paragraph <= ?"
+        " ORDER BY paragraph DESC LIMIT 1",
+        (source, paragraph),
+    ).fetchone()
+    locator = conn.execute(
+        "SELECT kind, value FROM locators WHERE source = ? AND paragraph = ?", (source, paragraph)
+    ).fetchone()
+    return {
+        "section": None if section is None else section[0],
+        "locator": None if locator is None else {"kind": locator[0], "value": locator[1]},
+    }

@@ -1,0 +1,317 @@
+"""`SqliteStore`: the embedded `ContextStore` over one SQLite file per store folder.
+
+Readers each use their own connection (one per thread) and read one snapshot
+per call; writes take the store's write lock and one ``BEGIN IMMEDIATE``
+transaction, so an import is all-or-nothing per file (the CLI) or per batch
+(``POST /import``, where earlier batches stay durable and a later refusal says
+``durable_prefix``). A killed import leaves the last committed file whole and
+nothing of the one in flight; rerunning it replaces each source exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from taguru_ray.context import graph, passages, schema
+from taguru_ray.context.api import ContextError, Namespace, Position, invalid_argument, no_context
+from taguru_ray.context.apply import apply_batch
+from taguru_ray.context.importer import Batch, ImportRefusal, read_stream
+from taguru_ray.context.resolve import DEFAULT_DICE_FLOOR, EntryIndex, clamp_floor
+
+MAX_SOURCES_PAGE = 1000
+_CONTEXT_COLUMNS = (
+    "id, name, description, pinned, dice_floor, semantic_floor, rev_graph, rev_passages,"
+    " rev_config, paragraphs, paragraph_length, writes, last_write_epoch"
+)
+
+
+class SqliteStore:
+    """Every context of one store folder (``<folder>/taguru-context.sqlite3``)."""
+
+    def __init__(self, folder: str | Path, *, create: bool = True) -> None:
+        """Open the folder's store; `create=False` refuses a folder without one
+        (FileNotFoundError) instead of making it."""
+        self.path = schema.store_file(folder)
+        if not create and not self.path.is_file():
+            raise FileNotFoundError(f"{folder}: no context store here")
+        schema.create(self.path)
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        self._usage_lock = threading.Lock()
+        self._reads: dict[str, list[int]] = {}  # name -> [reads, empty_reads, last_read_epoch]
+        self._indexes: dict[tuple[int, str, int], EntryIndex] = {}
+
+    # ------------------------------------------------------------ plumbing
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = schema.connect(self.path)
+        return conn
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    @contextmanager
+    def _write(self, *, dry_run: bool = False) -> Iterator[sqlite3.Connection]:
+        with self._write_lock:
+            conn = self._conn()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("ROLLBACK" if dry_run else "COMMIT")
+
+    def _row(self, conn: sqlite3.Connection, name: str) -> tuple[Any, ...]:
+        row = conn.execute(
+            f"SELECT {_CONTEXT_COLUMNS} FROM contexts WHERE name = ?", (name,)
+        ).fetchone()
+        if row is None:
+            raise no_context(name)
+        return tuple(row)
+
+    def _count_read(self, name: str, empty: bool) -> None:
+        with self._usage_lock:
+            usage = self._reads.setdefault(name, [0, 0, 0])
+            usage[0] += 1
+            usage[1] += int(empty)
+            usage[2] = int(time.time())
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # ------------------------------------------------------------ directory
+
+    def _entry(self, conn: sqlite3.Connection, row: tuple[Any, ...]) -> dict[str, Any]:
+        key, name, description, pinned, dice, semantic = row[:6]
+        reads, empty, last_read = self._reads.get(name, [0, 0, 0])
+        return {
+            "name": name,
+            "description": description,
+            "pinned": bool(pinned),
+            "loaded": True,
+            "dice_floor": dice,
+            "semantic_floor": semantic,
+            "stats": graph.stats(conn, key),
+            "usage": {
+                "reads": reads,
+                "empty_reads": empty,
+                "writes": row[11],
+                "last_read_epoch": last_read,
+                "last_write_epoch": row[12],
+            },
+            "revision": {"graph": row[6], "passages": row[7], "config": row[8]},
+            "schema_mode": None,
+        }
+
+    def contexts(self) -> dict[str, Any]:
+        with self._read() as conn:
+            rows = conn.execute(f"SELECT {_CONTEXT_COLUMNS} FROM contexts ORDER BY name")
+            entries = [self._entry(conn, tuple(row)) for row in rows.fetchall()]
+        return {"contexts": entries, "total": len(entries)}
+
+    def context(self, name: str) -> dict[str, Any]:
+        with self._read() as conn:
+            return self._entry(conn, self._row(conn, name))
+
+    def context_names(self) -> list[str]:
+        with self._read() as conn:
+            return [r[0] for r in conn.execute("SELECT name FROM contexts ORDER BY name")]
+
+    def embeddings(self, name: str) -> dict[str, Any]:
+        with self._read() as conn:
+            self._row(conn, name)
+        return {"provider_model": None}
+
+    def sources(
+        self, name: str, *, limit: int = 1000, after: str | None = None, prefix: str | None = None
+    ) -> dict[str, Any]:
+        limit = max(1, min(limit, MAX_SOURCES_PAGE))
+        with self._read() as conn:
+            key = self._row(conn, name)[0]
+            where, values = "context = ? AND has_passage = 1", [key]
+            if prefix:
+                where += " AND substr(name, 1, ?) = ?"
+                values += [len(prefix), prefix]
+            total = conn.execute(f"SELECT count(*) FROM sources WHERE {where}", values)
+            total = total.fetchone()[0]
+            if after is not None:
+                where += " AND name > ?"
+                values.append(after)
+            rows = conn.execute(
+                f"SELECT name, stored_at, date, tags FROM sources WHERE {where}"
+                " ORDER BY name LIMIT ?",
+                [*values, limit],
+            ).fetchall()
+        entries = []
+        for source, stored_at, date, tags in rows:
+            entry: dict[str, Any] = {"name": source}
+            if stored_at is not None:
+                entry["stored_at"] = stored_at
+            if date is not None:
+                entry["date"] = date
+            if tags != "[]":
+                entry["tags"] = json.loads(tags)
+            entries.append(entry)
+        return {"total": total, "sources": [e["name"] for e in entries], "entries": entries}
+
+    # ------------------------------------------------------------ reads
+
+    def search(
+        self,
+        name: str,
+        query: str,
+        *,
+        limit: int = 5,
+        semantic_floor: float | None = None,
+        tags: Sequence[str] = (),
+        since: int | None = None,
+        until: int | None = None,
+    ) -> dict[str, Any]:
+        with self._read() as conn:
+            row = self._row(conn, name)
+            context = (row[0], row[1], row[9], row[10])
+            result = passages.search(
+                conn, context, query, limit=limit, tags=tags, since=since, until=until
+            )
+        self._count_read(name, not result["hits"])
+        return result
+
+    def resolve(
+        self,
+        name: str,
+        cue: str,
+        *,
+        namespace: Namespace = "concept",
+        limit: int = 1000,
+        dice_floor: float | None = None,
+        semantic_floor: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """The lexical tier only: with no embedding provider the semantic tier is empty."""
+        if namespace not in ("concept", "label"):
+            raise invalid_argument("namespace must be concept or label")
+        with self._read() as conn:
+            row = self._row(conn, name)
+            index = self._entry_index(conn, row[0], namespace, row[6])
+        context_floor = clamp_floor(row[4], DEFAULT_DICE_FLOOR)
+        found = index.resolve(cue, clamp_floor(dice_floor, context_floor))
+        self._count_read(name, not found)
+        return [r.wire() for r in found[: max(0, min(limit, 1000))]]
+
+    def _entry_index(
+        self, conn: sqlite3.Connection, context: int, kind: str, revision: int
+    ) -> EntryIndex:
+        key = (context, kind, revision)
+        index = self._indexes.get(key)
+        if index is None:
+            spellings = conn.execute(
+                "SELECT name, name FROM names WHERE context = ? AND kind = ?"
+                " UNION ALL SELECT a.alias, n.name FROM aliases a JOIN names n ON n.id = a.target"
+                " WHERE a.context = ? AND a.kind = ?",
+                (context, kind, context, kind),
+            ).fetchall()
+            index = EntryIndex(spellings)
+            with self._usage_lock:
+                self._indexes = {k: v for k, v in self._indexes.items() if k[:2] != key[:2]}
+                self._indexes[key] = index
+        return index
+
+    def query(
+        self,
+        name: str,
+        *,
+        subject: Position = None,
+        label: Position = None,
+        object: Position = None,
+        limit: int = 100,
+        since: int | None = None,
+        until: int | None = None,
+    ) -> dict[str, Any]:
+        with self._read() as conn:
+            key = self._row(conn, name)[0]
+            total, matches = graph.query(
+                conn, key, (subject, label, object), limit=limit, since=since, until=until
+            )
+        self._count_read(name, not matches)
+        return {"total": total, "matches": matches, "plan": {"contexts": [name]}}
+
+    def citation(self, name: str, source: str, paragraph: int) -> dict[str, Any]:
+        with self._read() as conn:
+            key = self._row(conn, name)[0]
+            return passages.citation(conn, key, source, paragraph)
+
+    # ------------------------------------------------------------ writes
+
+    def import_batches(
+        self, batches: Sequence[Batch], *, dry_run: bool = False, create_missing: bool = False
+    ) -> list[dict[str, Any]]:
+        """Apply batches in ONE transaction (a file is all-or-nothing); `ImportRefusal` rolls
+        all of them back."""
+        with self._write(dry_run=dry_run) as conn:
+            return [apply_batch(conn, b, create_missing=create_missing) for b in batches]
+
+    def import_stream(self, data: bytes, *, dry_run: bool = False) -> dict[str, Any]:
+        """POST /import: parse the whole stream first (a malformed line writes nothing), then
+        one transaction per batch; a refused batch leaves the batches before it durable."""
+        try:
+            stream = read_stream(data)
+        except ImportRefusal as refusal:
+            raise _error(refusal, 0, 0) from None
+        results = []
+        for number, batch in enumerate(stream.batches):
+            try:
+                results.extend(self.import_batches([batch], dry_run=dry_run))
+            except ImportRefusal as refusal:
+                raise _error(refusal, number, len(stream.batches), batch) from None
+        answer: dict[str, Any] = {"batches": results}
+        if stream.schemas:
+            answer["schemas"] = stream.schemas
+        return answer
+
+
+def _error(refusal: ImportRefusal, durable: int, total: int, batch: Batch | None = None) -> Any:
+    """An import refusal in the wire's error form (`import_refusal_durable_prefix.json`)."""
+    where = f"line {refusal.line}: {refusal.path}: "
+    if batch is not None:
+        where = (
+            f"batch {durable + 1} of {total} (context '{batch.context}', source "
+            f"'{batch.source_id}') refused — "
+        )
+        if durable:
+            where += (
+                f"the {durable} batch(es) before it landed durably; fixing the stream and "
+                "re-POSTing it whole is exact (each batch replaces its own source): "
+            )
+    path = refusal.path if batch is None else f"batches[{durable}].{refusal.path}"
+    issue = {"path": path, "kind": refusal.kind, "expected": refusal.expected or "a valid line",
+             "actual": refusal.actual or refusal.message}  # fmt: skip
+    return ContextError(
+        refusal.status,
+        refusal.code,
+        f"{where}{refusal.message}; nothing was applied",
+        {
+            "issues": [issue],
+            "issues_total": 1,
+            "integrity": "durable_prefix" if durable else "nothing_written",
+            "durable_batches": durable,
+            "retryable_after_correction": True,
+        },
+    )

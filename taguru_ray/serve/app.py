@@ -1,0 +1,141 @@
+"""Taguru's HTTP surface over an embedded context store, on aiohttp.
+
+Each handler parses its request (requests.py), makes one `ContextStore` call
+in a thread pool — readers run concurrently, imports one at a time under a
+lock — and wraps the answer in the envelope (envelope.py). Two middlewares
+frame every request: the outer one turns every refusal into the error
+envelope (a `ContextError` verbatim; aiohttp's 404/405/413 into `unknown_path`,
+`method_not_allowed`, `payload_too_large`; anything unexpected into a 500
+`internal` and one stderr line, never a traceback), the inner one holds the
+request to its bearer key (auth.py).
+
+Read-only by default: `POST /import` is refused 403 unless the server was
+started writable (`--writable`), and even then needs an admin key when keys are
+configured. A dry run (`?dry_run=true`) writes nothing, so it is answered on a
+read-only server too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+import time
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from taguru_ray.context.api import ContextError, ContextStore
+from taguru_ray.serve.auth import EXEMPT_PATHS, presented_token
+from taguru_ray.serve.auth import required_role as role_needed
+from taguru_ray.serve.envelope import fail, refusal
+from taguru_ray.serve.routes import add_routes
+from taguru_ray.serve.state import KEY_NAME, SCOPE, STARTED, STATE, ServeConfig, ServerState
+
+SHUTDOWN_GRACE_SECONDS = 1.0
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def create_app(store: ContextStore, config: ServeConfig | None = None) -> web.Application:
+    config = config or ServeConfig()
+    app = web.Application(middlewares=[_errors, _auth], client_max_size=config.max_body_bytes)
+    state = ServerState(store, config)
+    app[STATE] = state
+    add_routes(app.router)
+
+    async def _shutdown(_: web.Application) -> None:
+        state.executor.shutdown(wait=False, cancel_futures=True)
+
+    app.on_cleanup.append(_shutdown)
+    return app
+
+
+async def serve(
+    store: ContextStore,
+    host: str,
+    port: int,
+    *,
+    config: ServeConfig,
+    on_ready: Callable[[str, int], None],
+    stop: asyncio.Event,
+) -> None:
+    """Listen on host:port, call `on_ready(host, bound_port)` once connections are
+    accepted, serve until `stop` is set. Raises OSError when the address cannot be bound
+    (binding our own socket is how `--port 0` learns its port)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.create_server((host, port), family=family)
+    runner = web.AppRunner(
+        create_app(store, config), access_log=None, shutdown_timeout=SHUTDOWN_GRACE_SECONDS
+    )
+    await runner.setup()
+    try:
+        await web.SockSite(runner, sock).start()
+        on_ready(host, sock.getsockname()[1])
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+        sock.close()
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    started = time.monotonic()
+    request[STARTED] = started
+    try:
+        return await handler(request)
+    except ContextError as exc:
+        return refusal(exc, started)
+    except web.HTTPException as exc:
+        return refusal(_from_http(exc, request), started)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        print(
+            f"taguru-ray serve: internal error answering {request.method} {request.path}: "
+            f"{type(exc).__name__}: {exc}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return refusal(fail(500, f"internal error ({type(exc).__name__})", "internal"), started)
+
+
+def _from_http(exc: web.HTTPException, request: web.Request) -> ContextError:
+    if exc.status == 404:
+        return fail(404, f"no route for {request.method} {request.path}", "unknown_path")
+    if exc.status == 405:
+        return fail(405, f"{request.method} is not supported on {request.path}")
+    if exc.status == 413:
+        limit = request.app[STATE].config.max_body_bytes
+        return fail(
+            413,
+            f"the request body is past the limit of {limit} bytes (TAGURU_MAX_BODY_BYTES)",
+        )
+    return fail(exc.status, exc.reason)
+
+
+@web.middleware
+async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
+    keyring = request.app[STATE].config.keyring
+    if keyring.disabled or request.path in EXEMPT_PATHS:
+        return await handler(request)
+    token = presented_token(request.headers.getall("Authorization", []))
+    name = None if token is None else keyring.authenticate(token)
+    if name is None:
+        raise fail(401, "missing or invalid bearer token (send Authorization: Bearer <token>)")
+    scope = keyring.scope_of(name)
+    resource = request.match_info.route.resource
+    if resource is not None:  # an unmatched path answers 404/405 below, not 403
+        route = resource.canonical
+        needed = role_needed(request.method, route)
+        if scope.role < needed:
+            raise fail(
+                403,
+                f"key '{name}' has role '{scope.role.label}', but {request.method} {route} "
+                f"needs '{needed.label}'",
+            )
+        context = request.match_info.get("name")
+        if context is not None and not scope.allows(context):
+            raise fail(403, f"key '{name}' has no grant on context '{context}'")
+    request[SCOPE] = scope
+    request[KEY_NAME] = name
+    return await handler(request)
