@@ -29,6 +29,7 @@ from typing import Any
 from taguru_ray.cli.args import parse
 from taguru_ray.context.importer import ImportRefusal, read_stream
 from taguru_ray.context.store import SqliteStore
+from taguru_ray.contract.server_variables import client_token
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.tools.records import source_files
 
@@ -116,12 +117,7 @@ def _summary(name: str, result: dict[str, Any], dry_run: bool) -> str:
 
 
 def bearer_token() -> str | None:
-    """``TAGURU_API_TOKEN``, else the token of the first ``name:token`` in ``TAGURU_API_TOKENS``."""
-    token = os.environ.get("TAGURU_API_TOKEN")
-    if token:
-        return token
-    first = os.environ.get("TAGURU_API_TOKENS", "").split(",")[0].strip()
-    return first.split(":", 1)[1] if ":" in first else (first or None)
+    return client_token(os.environ)
 
 
 def _post(url: str, name: str, data: bytes, dry_run: bool) -> bool:

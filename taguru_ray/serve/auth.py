@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from taguru_ray.contract.server_variables import API_TOKEN, API_TOKENS, KEY_SCOPES
+
 EXEMPT_PATHS = frozenset({"/health"})
 _BEARER = "bearer "
 
@@ -76,15 +78,15 @@ class Keyring:
 def keyring_from_env(env: Mapping[str, str]) -> Keyring:
     """The keyring of `TAGURU_API_TOKEN`, `TAGURU_API_TOKENS` and `TAGURU_KEY_SCOPES`."""
     keys: list[tuple[str, str]] = []
-    single = env.get("TAGURU_API_TOKEN")
+    single = env.get(API_TOKEN)
     if single is not None:
         if not single:
             raise KeyringError("TAGURU_API_TOKEN is set but empty")
         keys.append(("default", single))
-    ring = env.get("TAGURU_API_TOKENS")
+    ring = env.get(API_TOKENS)
     if ring is not None:
         keys.extend(_named_keys(ring, taken={name for name, _ in keys}))
-    return Keyring(tuple(keys), _scopes(env.get("TAGURU_KEY_SCOPES"), {n for n, _ in keys}))
+    return Keyring(tuple(keys), _scopes(env.get(KEY_SCOPES), {n for n, _ in keys}))
 
 
 def _named_keys(ring: str, taken: set[str]) -> list[tuple[str, str]]:

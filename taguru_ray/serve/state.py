@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from taguru_ray.context.api import ContextStore
+from taguru_ray.contract.server_variables import MAX_BODY_BYTES
 from taguru_ray.serve.auth import Keyring, Scope
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024  # the reference's TAGURU_MAX_BODY_BYTES default
@@ -50,7 +51,7 @@ KEY_NAME = web.RequestKey("key_name", str)
 
 
 def max_body_bytes_from_env(env: Mapping[str, str]) -> int:
-    text = env.get("TAGURU_MAX_BODY_BYTES")
+    text = env.get(MAX_BODY_BYTES)
     if text is None:
         return DEFAULT_MAX_BODY_BYTES
     if not text.isdigit() or int(text) < 1:
