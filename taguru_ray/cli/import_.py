@@ -10,6 +10,12 @@ missing context is created (named ``--context``, else the header's
 a Taguru server's ``/import`` (bearer ``TAGURU_API_TOKEN``, else the first
 ``name:token`` of ``TAGURU_API_TOKENS``).
 
+With an embedding provider (``TAGURU_EMBED_URL`` and ``TAGURU_EMBED_MODEL``, as the
+reference server reads them; ``TAGURU_EMBED_PASSAGES`` for paragraphs) ``--store``
+also embeds each imported file's glosses and paragraphs. A provider failure refuses
+nothing: the file stays imported, the failure is said on stderr, the exit is 1, and
+the next import embeds what is missing.
+
 stdout: one line per file imported; stderr: one line per file refused,
 ``<file>: line <n>: <path>: <why>``. Exit 0 all imported, 1 any refused or
 unreadable, 2 usage.
@@ -27,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from taguru_ray.cli.args import parse
+from taguru_ray.context.embeddings import embedder_from_env
 from taguru_ray.context.importer import ImportRefusal, read_stream
 from taguru_ray.context.store import SqliteStore
 from taguru_ray.contract.server_variables import client_token
@@ -81,7 +88,12 @@ def main(argv: Sequence[str]) -> int:
     if args.url:
         refused = sum(not _post(args.url, name, data, args.dry_run) for name, data in files)
     else:
-        store = SqliteStore(args.store)
+        try:
+            embedder = embedder_from_env(os.environ)
+        except ValueError as error:
+            print(f"{PREFIX}{error}", file=sys.stderr)
+            return EXIT_USAGE
+        store = SqliteStore(args.store, embedder=embedder)
         refused = sum(not _apply(store, name, data, args) for name, data in files)
     return EXIT_FAILED if refused or not files else EXIT_OK
 
@@ -95,7 +107,23 @@ def _apply(store: SqliteStore, name: str, data: bytes, args: argparse.Namespace)
         return False
     for result in results:
         print(_summary(name, result, args.dry_run))
-    return True
+    if args.dry_run:
+        return True
+    embedded = True
+    for report in store.refresh_embeddings([b.context for b in stream.batches]):
+        if report.failure:
+            print(f"{name}: imported, but embedding context '{report.context}' failed "
+                  f"({report.failure}); the next import embeds what is missing",
+                  file=sys.stderr)  # fmt: skip
+            embedded = False
+        elif report.glosses or report.passages:
+            over = report.skipped_over_limit
+            print(
+                f"{name}: embedded {report.glosses} glosses, {report.passages} paragraph "
+                f"rows in context '{report.context}'"
+                + (f" ({over} paragraphs over TAGURU_PASSAGE_VECTOR_LIMIT)" if over else "")
+            )
+    return embedded
 
 
 def _summary(name: str, result: dict[str, Any], dry_run: bool) -> str:

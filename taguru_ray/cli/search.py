@@ -6,17 +6,24 @@ paragraph's first line. ``--json`` prints the wire result of ``POST
 /contexts/{name}/sources/search`` instead. With one context in the store
 ``--context`` may be omitted. Exit 0 (even with no hit), 1 an unknown context or
 an empty store, 2 usage.
+
+With an embedding provider (``TAGURU_EMBED_URL``, ``TAGURU_EMBED_MODEL``,
+``TAGURU_EMBED_PASSAGES``, as ``import`` and ``serve`` read them) the vector lane runs
+too and the scores are the two lanes' reciprocal-rank fusion; the vector lane's
+state is printed when it did not run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
 from taguru_ray.cli.args import parse
 from taguru_ray.context.api import ContextError
+from taguru_ray.context.embeddings import embedder_from_env
 from taguru_ray.context.schema import store_file
 from taguru_ray.context.store import SqliteStore
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
@@ -50,7 +57,12 @@ def main(argv: Sequence[str]) -> int:
         print(f"{PREFIX}{args.store}: no store here (taguru-ray import … --store {args.store})",
               file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
-    store = SqliteStore(args.store)
+    try:
+        embedder = embedder_from_env(os.environ)
+    except ValueError as error:
+        print(f"{PREFIX}{error}", file=sys.stderr)
+        return EXIT_USAGE
+    store = SqliteStore(args.store, embedder=embedder)
     name = args.context
     if name is None:
         names = store.context_names()
@@ -71,6 +83,8 @@ def main(argv: Sequence[str]) -> int:
     if not result["hits"]:
         reason = lanes["bm25"].get("reason", "no paragraph matches")
         print(f"no hits in context '{name}' ({reason})")
+    elif embedder is not None and not lanes["vector"]["ran"]:
+        print(f"(vector lane: {lanes['vector']['reason']})")
     for rank, hit in enumerate(result["hits"], start=1):
         cited = store.citation(name, hit["source"], hit["paragraph"])
         section = f"  section: {cited['section']}" if cited["section"] else ""

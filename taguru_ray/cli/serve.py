@@ -5,7 +5,8 @@ connections, stdout's one line is `listening on HOST:PORT` (flushed), as the
 reference server says it, so a parent process can read the port `--port 0`
 picked. SIGINT/SIGTERM stop it cleanly. Exit codes: 0 after a signal, 1 when
 the address cannot be bound, 2 for a bad flag, a `--store` that does not exist
-or is not a store, or a malformed `TAGURU_API_TOKEN(S)`/`TAGURU_KEY_SCOPES`.
+or is not a store, or a malformed `TAGURU_API_TOKEN(S)`/`TAGURU_KEY_SCOPES`/
+`TAGURU_EMBED_*`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from taguru_ray.context.embeddings import embedder_from_env
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.serve import ServeConfig, serve
 from taguru_ray.serve.auth import KeyringError, keyring_from_env
@@ -45,7 +47,11 @@ def main(argv: list[str]) -> int:
     if not folder.is_dir():
         return _say(f"--store {args.store}: no such folder", EXIT_USAGE)
     try:
-        store = _open_store(folder)
+        embedder = embedder_from_env(os.environ)
+    except ValueError as exc:
+        return _say(str(exc), EXIT_USAGE)
+    try:
+        store = _open_store(folder, embedder)
     except _NoStore as exc:
         return _say(str(exc), EXIT_USAGE)
     except ImportError as exc:
@@ -70,12 +76,12 @@ class _NoStore(Exception):
     pass
 
 
-def _open_store(folder: Path) -> Any:
+def _open_store(folder: Path, embedder: Any = None) -> Any:
     """The folder's store, never a new one: serving an empty folder is a mistake."""
     from taguru_ray.context.store import SqliteStore
 
     try:
-        return SqliteStore(folder, create=False)
+        return SqliteStore(folder, create=False, embedder=embedder)
     except FileNotFoundError:
         raise _NoStore(
             f"--store {folder}: no context store here "
@@ -146,4 +152,13 @@ TAGURU_KEY_SCOPES grants roles by key name ({"ci": "read", "bot": {"role":
 admin). No key set: the API is open. Reads need read; POST /import needs
 --writable and, with keys, an admin key. /health is always open.
 TAGURU_MAX_BODY_BYTES caps a request body (default 8 MiB).
+
+embeddings: TAGURU_EMBED_URL (an OpenAI-compatible …/v1/embeddings endpoint) and
+TAGURU_EMBED_MODEL configure a provider (TAGURU_EMBED_API_KEY its key,
+TAGURU_EMBED_TIMEOUT_SECS its per-call ceiling, default 60). Then resolve adds the
+semantic tier and, with TAGURU_EMBED_PASSAGES=1, search runs the vector lane over
+the paragraph vectors `import` stored, fused with BM25 by reciprocal rank;
+TAGURU_SEMANTIC_FLOOR is the cosine floor (default 0.35). POST /import embeds what
+it writes. Without a provider the vector lane says `no embedding provider is
+configured`.
 """

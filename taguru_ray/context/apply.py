@@ -6,7 +6,10 @@ store the passage (paragraphs, BM25 postings with its questions' terms added
 to their paragraph, sections, locators, metadata) → associations (concepts and
 labels interned, alias spellings landing on their canonical; edge sum and
 count accumulated; one attribution per (edge, source) whose paragraph the
-first assertion sets) → aliases (concepts then labels, by spelling). A refusal
+first assertion sets; every edge the batch touched then holds the exact sum
+of its attributions, `_settle_sums`) → aliases (concepts then labels, by
+spelling). New paragraphs and the names whose facts changed are marked for the
+embedding refresh (ADR 0033); a retracted paragraph's vectors go with it. A refusal
 raises `ImportRefusal`; the caller rolls the transaction back, so nothing of
 the batch is applied.
 """
@@ -14,9 +17,11 @@ the batch is applied.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 import time
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 from taguru_ray.context.importer import Batch, ImportRefusal
@@ -29,6 +34,8 @@ def apply_batch(conn: sqlite3.Connection, batch: Batch, *, create_missing: bool)
     """Write one batch; return its `import` counters (the keys of the `import.json` fixture)."""
     context, created = _context(conn, batch, create_missing)
     source = _source_row(conn, context, batch.source_id)
+    held = conn.execute("SELECT edge FROM attributions WHERE source = ?", (source,))
+    edges = {row[0] for row in held}  # the retraction takes weight from these
     retracted, had_passage = retract(conn, context, source)
     counts: dict[str, Any] = {
         "context": batch.context,
@@ -49,6 +56,7 @@ def apply_batch(conn: sqlite3.Connection, batch: Batch, *, create_missing: bool)
         "schema_violations": 0,
     }
     paragraphs = _store_passage(conn, context, source, batch, counts)
+    touched: set[int] = set()
     for fact in batch.source.associations:
         paragraph = fact.paragraph
         if paragraph is not None and paragraph >= paragraphs:
@@ -57,8 +65,12 @@ def apply_batch(conn: sqlite3.Connection, batch: Batch, *, create_missing: bool)
         subject = _intern(conn, context, "concept", fact.subject)
         label = _intern(conn, context, "label", fact.label)
         object_ = _intern(conn, context, "concept", fact.object)
-        _associate(conn, context, source, (subject, label, object_), fact.weight, paragraph)
+        edge = _associate(conn, context, source, (subject, label, object_), fact.weight, paragraph)
+        edges.add(edge)
+        touched.update((subject, label, object_))
         counts["associations"] += 1
+    _settle_sums(conn, edges)
+    mark_pending(conn, context, "name", touched)
     counts["aliases"] = _aliases(conn, context, batch)
     graph_ops = counts["associations"] + counts["aliases"] + (1 if retracted else 0)
     passage_ops = int(counts["passage_stored"]) + int(had_passage)
@@ -113,6 +125,12 @@ def retract(conn: sqlite3.Connection, context: int, source: int) -> tuple[int, b
     rows = conn.execute(
         "SELECT edge, sum, count FROM attributions WHERE source = ?", (source,)
     ).fetchall()
+    ends = conn.execute(
+        "SELECT e.subject, e.label, e.object FROM attributions a JOIN edges e ON e.id = a.edge"
+        " WHERE a.source = ?",
+        (source,),
+    ).fetchall()
+    mark_pending(conn, context, "name", {key for end in ends for key in end})
     conn.executemany(
         "UPDATE edges SET sum = sum - ?, count = count - ? WHERE id = ?",
         [(total, count, edge) for edge, total, count in rows],
@@ -132,6 +150,7 @@ def retract(conn: sqlite3.Connection, context: int, source: int) -> tuple[int, b
         conn.executemany(
             "DELETE FROM postings WHERE context = ? AND term = ? AND paragraph = ?", keys
         )
+        _drop_vectors(conn, context, [row[0] for row in paragraphs])
         conn.execute(
             "UPDATE contexts SET paragraphs = paragraphs - ?, paragraph_length = paragraph_length"
             " - ? WHERE id = ?",
@@ -146,6 +165,25 @@ def retract(conn: sqlite3.Connection, context: int, source: int) -> tuple[int, b
         (source,),
     )
     return len(rows), bool(had)
+
+
+def mark_pending(conn: sqlite3.Connection, context: int, kind: str, keys: Iterable[int]) -> None:
+    """Mark paragraphs (new) or names (their gloss may have changed) for the embedding
+    refresh (ADR 0033). Marked with or without a provider, so a provider configured
+    later finds every paragraph and name it has not embedded."""
+    conn.executemany(
+        "INSERT OR IGNORE INTO vector_pending (context, kind, key) VALUES (?, ?, ?)",
+        [(context, kind, key) for key in keys],
+    )
+
+
+def _drop_vectors(conn: sqlite3.Connection, context: int, paragraphs: list[int]) -> None:
+    """A retracted paragraph's vectors and pending mark go with it (its id may be reused)."""
+    keys = [(context, key) for key in paragraphs]
+    conn.executemany("DELETE FROM passage_vectors WHERE context = ? AND paragraph = ?", keys)
+    conn.executemany(
+        "DELETE FROM vector_pending WHERE context = ? AND kind = 'paragraph' AND key = ?", keys
+    )
 
 
 def _questions_by_paragraph(conn: sqlite3.Connection, source: int) -> dict[int, list[str]]:
@@ -177,6 +215,7 @@ def _store_passage(
         else:
             counts["questions_dropped"] += 1
     total = 0
+    stored: list[int] = []
     for paragraph in paragraphs:
         terms = passage_terms(paragraph.text)
         for question in questions.get(paragraph.index, []):
@@ -190,6 +229,8 @@ def _store_passage(
             "INSERT INTO postings (context, term, paragraph, tf) VALUES (?, ?, ?, ?)",
             [(context, term, key, tf) for term, tf in Counter(terms).items()],
         )
+        stored.append(int(key or 0))
+    mark_pending(conn, context, "paragraph", stored)
     conn.executemany(
         "INSERT INTO questions (source, paragraph, question) VALUES (?, ?, ?)",
         [(source, p, q) for p, texts in sorted(questions.items()) for q in texts],
@@ -270,7 +311,8 @@ def _associate(
     triple: tuple[int, int, int],
     weight: float,
     paragraph: int | None,
-) -> None:
+) -> int:
+    """Add one assertion to its edge and to the (edge, source) attribution; return the edge."""
     conn.execute(
         "INSERT INTO edges (context, subject, label, object, sum, count) VALUES (?, ?, ?, ?, ?, 1)"
         " ON CONFLICT (context, subject, label, object) DO UPDATE SET sum = sum + excluded.sum,"
@@ -286,6 +328,22 @@ def _associate(
         " ON CONFLICT (edge, source) DO UPDATE SET sum = sum + excluded.sum, count = count + 1",
         (edge, source, weight, paragraph),
     )
+    return int(edge)
+
+
+def _settle_sums(conn: sqlite3.Connection, edges: set[int]) -> None:
+    """Set each edge's sum to the exactly rounded sum (`math.fsum`) of its attributions'.
+
+    The running `sum += w` (and `-= w` on a retraction) depends in its last bits on the
+    order sources were imported and re-imported: a killed import rerun would leave
+    2.8 where one uninterrupted import leaves 2.8000000000000003. The exact sum depends
+    only on the attributions the edge holds, so every import order agrees (and an edge
+    whose attributions were all retracted holds 0.0, not a residue). Costs one read of
+    the touched edges' attributions per batch."""
+    for edge in edges:
+        parts = conn.execute("SELECT sum FROM attributions WHERE edge = ?", (edge,))
+        total = math.fsum(row[0] for row in parts)
+        conn.execute("UPDATE edges SET sum = ? WHERE id = ?", (total, edge))
 
 
 def _aliases(conn: sqlite3.Connection, context: int, batch: Batch) -> int:

@@ -1,18 +1,21 @@
 """Reading passages: `sources/search` ranking and `citations` (EVALUATE.md §1.2, §1.5, §2.4).
 
-Search runs the BM25 lane over the store's postings; the vector lane is not
-built in this store and always reports ``no embedding provider is configured``,
-so a hit's score is its raw BM25 score. A tag/time filter decides once which
-sources may answer (tags any-of; ``[since, until)`` on ``date`` else
-``stored_at``), never the corpus statistics. Order: score descending, source,
-paragraph; cut to ``limit``.
+Search runs the BM25 lane over the store's postings and, when the store has an
+embedding provider, the vector lane (`vector_rows.passage_lane`); its plan entry
+says why it did not run otherwise (``no embedding provider is configured``, …).
+When the vector lane ran, both lanes keep their pool (``max(4·limit, 50)``) and
+a hit's score is their reciprocal-rank fusion, with each lane's rank and own
+score under ``lanes``; when it did not, a hit's score is its raw BM25 score. A
+tag/time filter decides once which sources may answer (tags any-of; ``[since,
+until)`` on ``date`` else ``stored_at``), never the corpus statistics. Order:
+score descending, source, paragraph; cut to ``limit``.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,13 +23,17 @@ import numpy as np
 from taguru_ray.context.api import ContextError, invalid_argument
 from taguru_ray.context.bm25 import Postings, score, wire_f32
 from taguru_ray.context.terms import query_terms
+from taguru_ray.context.vectors import NO_PROVIDER, LaneHit, LaneOutcome, fuse, idle, lane_pool
 
-NO_PROVIDER = "no embedding provider is configured"
 NO_TERMS = "the query yields no searchable terms"
 ZERO_LIMIT = "the requested limit is 0"
 MAX_LIMIT = 1000
 MAX_FILTER_TAGS = 32
 MAX_TAG_BYTES = 128
+__all__ = ["NO_PROVIDER", "NO_TERMS", "ZERO_LIMIT", "citation", "markers", "search"]
+
+# The vector lane of one search: (eligible source ids or None, pool) -> what it did.
+VectorLane = Callable[[set[int] | None, int], LaneOutcome]
 
 
 def search(
@@ -38,6 +45,7 @@ def search(
     tags: Sequence[str],
     since: int | None,
     until: int | None,
+    vector_lane: VectorLane | None = None,
 ) -> dict[str, Any]:
     """`context` = (id, name, live paragraphs, their summed length)."""
     key, name, live, total_length = context
@@ -55,7 +63,13 @@ def search(
     if skipped is not None:
         plan["lanes"] = {"bm25": _idle(skipped), "vector": _idle(skipped)}
         return {"plan": {"contexts": [plan]}, "hits": []}
-    plan["lanes"] = {"bm25": {"ran": True}, "vector": _idle(NO_PROVIDER)}
+    pool = lane_pool(limit)
+    vector = idle(NO_PROVIDER) if vector_lane is None else vector_lane(eligible, pool)
+    plan["lanes"] = {"bm25": {"ran": True}, "vector": vector.plan}
+    if vector.ran:
+        found = _bm25(conn, key, terms, live, total_length, eligible, pool)
+        hits = _fused(conn, key, found, vector.hits, limit)
+        return {"plan": {"contexts": [plan]}, "hits": hits}
     found = _bm25(conn, key, terms, live, total_length, eligible, limit)
     hits = [
         {
@@ -68,6 +82,40 @@ def search(
         for rank, (value, source, index, text) in enumerate(found, start=1)
     ]
     return {"plan": {"contexts": [plan]}, "hits": hits}
+
+
+def _fused(
+    conn: sqlite3.Connection,
+    context: int,
+    bm25: list[tuple[np.float32, str, int, str]],
+    vector: list[LaneHit],
+    limit: int,
+) -> list[dict[str, Any]]:
+    """Reciprocal-rank fusion of the two lanes' pools, cut to `limit`."""
+    texts = {(source, index): text for _, source, index, text in bm25}
+    lexical = [LaneHit(source, index, value) for value, source, index, _ in bm25]
+    fused = fuse({"bm25": lexical, "vector": vector})[:limit]
+    missing = [(f.source, f.paragraph) for f in fused if (f.source, f.paragraph) not in texts]
+    for source, index in missing:
+        row = conn.execute(
+            "SELECT g.text FROM paragraphs g JOIN sources s ON s.id = g.source"
+            " WHERE s.context = ? AND s.name = ? AND g.idx = ?",
+            (context, source, index),
+        ).fetchone()
+        texts[(source, index)] = "" if row is None else row[0]
+    return [
+        {
+            "source": f.source,
+            "paragraph": f.paragraph,
+            "score": wire_f32(f.score),
+            "text": texts[(f.source, f.paragraph)],
+            "lanes": {
+                lane: {"rank": rank, "score": wire_f32(value)}
+                for lane, (rank, value) in f.lanes.items()
+            },
+        }
+        for f in fused
+    ]
 
 
 def _idle(reason: str) -> dict[str, Any]:

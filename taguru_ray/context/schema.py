@@ -4,7 +4,11 @@ One file per store folder, ``<store>/taguru-context.sqlite3``, in WAL mode so
 readers never wait for the one writer (ADR 0032). Names, sources and
 paragraphs are rows; a term's postings are rows keyed (context, term,
 paragraph), so a query term is one index range and a retraction deletes its
-own paragraphs' postings by key, recomputed from their stored text.
+own paragraphs' postings by key, recomputed from their stored text. Vectors
+(ADR 0033) are rows too: one per paragraph text or question, one per gloss,
+with the model and width they were made by per context; an import marks what
+it changed as pending, and the embedding refresh turns pending into vectors.
+The vector tables are additive, so a store written before them opens as is.
 """
 
 from __future__ import annotations
@@ -111,6 +115,34 @@ CREATE TABLE IF NOT EXISTS locators (
     kind TEXT NOT NULL,
     value TEXT NOT NULL,
     PRIMARY KEY (source, paragraph)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vector_models (
+    context INTEGER NOT NULL,
+    kind TEXT NOT NULL,     -- passages | glosses
+    model TEXT NOT NULL,
+    width INTEGER NOT NULL, -- 0 until the first vector of this model lands
+    revision INTEGER NOT NULL DEFAULT 0,  -- bumped by every vector write
+    PRIMARY KEY (context, kind)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS passage_vectors (
+    context INTEGER NOT NULL,
+    paragraph INTEGER NOT NULL,  -- paragraphs.id
+    row INTEGER NOT NULL,        -- 0 the paragraph's text, 1.. its questions in stored order
+    vector BLOB NOT NULL,        -- float32 little-endian, unit length
+    PRIMARY KEY (context, paragraph, row)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS gloss_vectors (
+    context INTEGER NOT NULL,
+    name INTEGER NOT NULL,  -- names.id: a concept or a label
+    gloss TEXT NOT NULL,    -- the text embedded
+    vector BLOB NOT NULL,
+    PRIMARY KEY (context, name)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS vector_pending (
+    context INTEGER NOT NULL,
+    kind TEXT NOT NULL,  -- paragraph (paragraphs.id) | name (names.id: its gloss may have changed)
+    key INTEGER NOT NULL,
+    PRIMARY KEY (context, kind, key)
 ) WITHOUT ROWID;
 """
 

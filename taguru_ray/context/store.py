@@ -6,11 +6,16 @@ transaction, so an import is all-or-nothing per file (the CLI) or per batch
 (``POST /import``, where earlier batches stay durable and a later refusal says
 ``durable_prefix``). A killed import leaves the last committed file whole and
 nothing of the one in flight; rerunning it replaces each source exactly.
+
+With an `Embedder` (``TAGURU_EMBED_URL``…, ADR 0033) the store also embeds: after an
+import, `refresh_embeddings` turns what it marked pending into vectors; a search runs
+the vector lane and fuses; a weak or empty lexical resolve adds the semantic tier.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -19,11 +24,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from taguru_ray.context import graph, passages, schema
+from taguru_ray.context import graph, passages, schema, vector_lanes, vector_rows
 from taguru_ray.context.api import ContextError, Namespace, Position, invalid_argument, no_context
 from taguru_ray.context.apply import apply_batch
+from taguru_ray.context.embeddings import Embedder, EmbeddingsError
 from taguru_ray.context.importer import Batch, ImportRefusal, read_stream
 from taguru_ray.context.resolve import DEFAULT_DICE_FLOOR, EntryIndex, clamp_floor
+from taguru_ray.context.vector_lanes import Lane, MatrixCache
+from taguru_ray.context.vector_rows import Refresh
+from taguru_ray.context.vectors import merge_tiers, needs_semantic
+
+_log = logging.getLogger(__name__)
 
 MAX_SOURCES_PAGE = 1000
 _CONTEXT_COLUMNS = (
@@ -35,9 +46,12 @@ _CONTEXT_COLUMNS = (
 class SqliteStore:
     """Every context of one store folder (``<folder>/taguru-context.sqlite3``)."""
 
-    def __init__(self, folder: str | Path, *, create: bool = True) -> None:
+    def __init__(
+        self, folder: str | Path, *, create: bool = True, embedder: Embedder | None = None
+    ) -> None:
         """Open the folder's store; `create=False` refuses a folder without one
-        (FileNotFoundError) instead of making it."""
+        (FileNotFoundError) instead of making it. `embedder`: the embedding provider
+        (`EmbeddingsConfig.from_env`), None for none."""
         self.path = schema.store_file(folder)
         if not create and not self.path.is_file():
             raise FileNotFoundError(f"{folder}: no context store here")
@@ -47,6 +61,8 @@ class SqliteStore:
         self._usage_lock = threading.Lock()
         self._reads: dict[str, list[int]] = {}  # name -> [reads, empty_reads, last_read_epoch]
         self._indexes: dict[tuple[int, str, int], EntryIndex] = {}
+        self.embedder = embedder
+        self._matrices = MatrixCache()
 
     # ------------------------------------------------------------ plumbing
 
@@ -137,9 +153,15 @@ class SqliteStore:
             return [r[0] for r in conn.execute("SELECT name FROM contexts ORDER BY name")]
 
     def embeddings(self, name: str) -> dict[str, Any]:
+        model = None if self.embedder is None else self.embedder.model
         with self._read() as conn:
-            self._row(conn, name)
-        return {"provider_model": None}
+            return vector_rows.status(conn, self._row(conn, name)[0], model)
+
+    def _lane(self, row: tuple[Any, ...], call_floor: float | None) -> Lane:
+        """The vector side of one read: floor = call → context → server → 0.35."""
+        server = 0.35 if self.embedder is None else self.embedder.config.semantic_floor
+        floor = clamp_floor(call_floor, clamp_floor(row[5], server))
+        return Lane(self.embedder, self._matrices, row[0], row[7], floor)
 
     def sources(
         self, name: str, *, limit: int = 1000, after: str | None = None, prefix: str | None = None
@@ -189,9 +211,13 @@ class SqliteStore:
         with self._read() as conn:
             row = self._row(conn, name)
             context = (row[0], row[1], row[9], row[10])
+            lane = self._lane(row, semantic_floor)
             result = passages.search(
-                conn, context, query, limit=limit, tags=tags, since=since, until=until
-            )
+                conn, context, query, limit=limit, tags=tags, since=since, until=until,
+                vector_lane=lambda eligible, pool: vector_lanes.passage_lane(
+                    conn, lane, query, eligible, pool
+                ),
+            )  # fmt: skip
         self._count_read(name, not result["hits"])
         return result
 
@@ -205,16 +231,32 @@ class SqliteStore:
         dice_floor: float | None = None,
         semantic_floor: float | None = None,
     ) -> list[dict[str, Any]]:
-        """The lexical tier only: with no embedding provider the semantic tier is empty."""
+        """The lexical tier, then — when it found nothing or its best is under 0.5 — the
+        semantic tier (EVALUATE.md §2.2). A provider failure with no lexical candidate is
+        502 `embeddings_failed`; with one, the lexical candidates are served."""
         if namespace not in ("concept", "label"):
             raise invalid_argument("namespace must be concept or label")
+        limit = max(0, min(limit, 1000))
         with self._read() as conn:
             row = self._row(conn, name)
             index = self._entry_index(conn, row[0], namespace, row[6])
-        context_floor = clamp_floor(row[4], DEFAULT_DICE_FLOOR)
-        found = index.resolve(cue, clamp_floor(dice_floor, context_floor))
-        self._count_read(name, not found)
-        return [r.wire() for r in found[: max(0, min(limit, 1000))]]
+            context_floor = clamp_floor(row[4], DEFAULT_DICE_FLOOR)
+            found = [r.wire() for r in index.resolve(cue, clamp_floor(dice_floor, context_floor))]
+            semantic: list[dict[str, Any]] = []
+            if self.embedder is not None and needs_semantic(found):
+                try:
+                    semantic = vector_lanes.semantic_candidates(
+                        conn, self._lane(row, semantic_floor), namespace, cue
+                    )
+                except EmbeddingsError as error:
+                    if not found:
+                        raise ContextError(
+                            502, "embeddings_failed", f"semantic entry failed: {error}"
+                        ) from None
+                    _log.warning("semantic entry failed (serving lexical results): %s", error)
+        served = merge_tiers(found, semantic, limit)
+        self._count_read(name, not (found or semantic))
+        return served
 
     def _entry_index(
         self, conn: sqlite3.Connection, context: int, kind: str, revision: int
@@ -260,6 +302,19 @@ class SqliteStore:
 
     # ------------------------------------------------------------ writes
 
+    def refresh_embeddings(self, names: Sequence[str] | None = None) -> list[Refresh]:
+        """Embed what imports marked pending in the named contexts (all without names);
+        nothing without a provider. A provider failure ends that context's refresh with
+        `failure` set: what landed stays, the rest waits for the next refresh."""
+        if self.embedder is None:
+            return []
+        with self._read() as conn:
+            known = dict(conn.execute("SELECT name, id FROM contexts").fetchall())
+        wanted = sorted(known) if names is None else [n for n in dict.fromkeys(names) if n in known]
+        return [
+            vector_rows.refresh(self._read, self._write, self.embedder, known[n], n) for n in wanted
+        ]
+
     def import_batches(
         self, batches: Sequence[Batch], *, dry_run: bool = False, create_missing: bool = False
     ) -> list[dict[str, Any]]:
@@ -280,11 +335,22 @@ class SqliteStore:
             try:
                 results.extend(self.import_batches([batch], dry_run=dry_run))
             except ImportRefusal as refusal:
+                self._refresh_after([b.context for b in stream.batches[:number]], dry_run)
                 raise _error(refusal, number, len(stream.batches), batch) from None
+        self._refresh_after([b.context for b in stream.batches], dry_run)
         answer: dict[str, Any] = {"batches": results}
         if stream.schemas:
             answer["schemas"] = stream.schemas
         return answer
+
+    def _refresh_after(self, names: list[str], dry_run: bool) -> None:
+        """POST /import embeds what it wrote; a provider failure refuses nothing written."""
+        if dry_run or not names:
+            return
+        for report in self.refresh_embeddings(names):
+            if report.failure:
+                _log.warning("embedding refresh of '%s' failed (the import stands; the next "
+                             "import retries): %s", report.context, report.failure)  # fmt: skip
 
 
 def _error(refusal: ImportRefusal, durable: int, total: int, batch: Batch | None = None) -> Any:

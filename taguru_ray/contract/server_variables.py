@@ -13,12 +13,31 @@ API_TOKEN = "TAGURU_API_TOKEN"
 API_TOKENS = "TAGURU_API_TOKENS"
 KEY_SCOPES = "TAGURU_KEY_SCOPES"
 MAX_BODY_BYTES = "TAGURU_MAX_BODY_BYTES"
+EMBED_URL = "TAGURU_EMBED_URL"
+EMBED_MODEL = "TAGURU_EMBED_MODEL"
+EMBED_API_KEY = "TAGURU_EMBED_API_KEY"
+EMBED_TIMEOUT_SECS = "TAGURU_EMBED_TIMEOUT_SECS"
+EMBED_PASSAGES = "TAGURU_EMBED_PASSAGES"
+PASSAGE_VECTOR_LIMIT = "TAGURU_PASSAGE_VECTOR_LIMIT"
+SEMANTIC_FLOOR = "TAGURU_SEMANTIC_FLOOR"
 
 SERVER_VARIABLES: Mapping[str, str] = {
     API_TOKEN: "one bearer key, named `default`",
     API_TOKENS: "named bearer keys, `name:token,name:token`",
     KEY_SCOPES: "roles per key name, JSON: read < write < admin, optionally per context",
     MAX_BODY_BYTES: "the largest request body the server reads (default 8 MiB)",
+    EMBED_URL: "an OpenAI-compatible embeddings endpoint, the full URL (…/v1/embeddings); "
+    "unset, no vector lane and no semantic resolve tier",
+    EMBED_MODEL: "the embedding model's name (needed with TAGURU_EMBED_URL)",
+    EMBED_API_KEY: "the embedding provider's bearer key (optional)",
+    EMBED_TIMEOUT_SECS: "one embedding call's ceiling in seconds (default 60); transient "
+    "failures retry twice",
+    EMBED_PASSAGES: "1/true also embeds paragraphs and their questions: the passage vector "
+    "lane (off; glosses are embedded whenever a provider is set)",
+    PASSAGE_VECTOR_LIMIT: "most paragraph and question vectors per context (default 20000); "
+    "past it the BM25 lane still serves every paragraph",
+    SEMANTIC_FLOOR: "the cosine floor of the vector lane and the semantic resolve tier when "
+    "neither the call nor the context sets one (default 0.35)",
 }
 
 

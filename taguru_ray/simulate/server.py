@@ -12,6 +12,9 @@ so a client that gives up on a stalled request still shows in `/stats`.
 The server runs with handler cancellation on: a client that disconnects
 frees its slot, as a real model server aborts an abandoned generation.
 
+`POST /v1/embeddings` answers deterministic vectors (simulate/embeddings.py) at
+once, outside the slots and the fault script.
+
 Its length (over 400 lines) is one server's: slots, latency, the OpenAI wire
 shapes, the control endpoints and their counters.
 """
@@ -31,6 +34,7 @@ from typing import Any
 
 from aiohttp import web
 
+from taguru_ray.simulate import embeddings
 from taguru_ray.simulate.answers import (
     answer,
     content_text,
@@ -223,6 +227,7 @@ def create_app(config: SimulatorConfig) -> web.Application:
     app.add_routes(
         [
             web.post("/v1/chat/completions", _chat_completions),
+            web.post("/v1/embeddings", _embeddings),
             web.get("/v1/models", _models),
             web.get("/stats", _stats),
             web.post("/stats/reset", _reset),
@@ -433,6 +438,18 @@ def _error(
     """An OpenAI-style error body."""
     body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
     return web.json_response(body, status=status, headers=headers)
+
+
+async def _embeddings(request: web.Request) -> web.Response:
+    """Deterministic vectors (simulate/embeddings.py); never faulted, never counted in
+    `/stats`, which counts chat completions."""
+    try:
+        parsed = embeddings.parse_request(json.loads(await request.read()))
+    except ValueError:
+        parsed = "the request body is not JSON"
+    if isinstance(parsed, str):
+        return _error(400, parsed, "invalid_request_error")
+    return web.json_response(embeddings.answer(*parsed))
 
 
 async def _models(request: web.Request) -> web.Response:
