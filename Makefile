@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINT := taguru_ray tests $(wildcard benchmarks/*.py) $(wildcard jobs/*.py)
 
-.PHONY: demo bench-demo bench-matrix test lint venv clean
+.PHONY: demo bench-demo bench-matrix bench-context test lint venv clean
 
 venv: $(STAMP)
 
@@ -43,3 +43,8 @@ bench: $(STAMP)
 
 bench-matrix: $(STAMP)
 	$(BIN)/python -m benchmarks.matrix $(BENCH_ARGS)
+
+# The embedded context at 10 000 and 100 000 paragraphs: import throughput and search
+# latency, and how they grow (benchmarks/README.md); about 7 minutes on 2 cores.
+bench-context: $(STAMP)
+	$(BIN)/python -m benchmarks.context $(BENCH_ARGS)
