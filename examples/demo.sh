@@ -27,9 +27,9 @@ TAGURU_EXTRACT_URL="$base/chat/completions" TAGURU_EXTRACT_MODEL=taguru-sim \
 echo "demo: source files, manifest and records are in $OUT (records under $OUT/.extract-trace)" >&2
 echo "demo: checking $OUT as \`taguru import\` of the whole folder would read it" >&2
 $PY -m taguru_ray verify "$OUT"
-STORE=${STORE:-out/demo-context}
+STORE=${STORE:-$OUT-context}
 echo "demo: importing $OUT into an embedded Taguru context at $STORE, then one search" >&2
 rm -rf "$STORE"
 $PY -m taguru_ray import "$OUT" --store "$STORE"
-$PY -m taguru_ray search --store "$STORE" --limit 3 "sake brewing rice"
+$PY -m taguru_ray search --store "$STORE" --limit 3 "日本酒の仕込み"
 echo "demo: \`taguru-ray serve --store $STORE\` answers Taguru's HTTP API over it" >&2

@@ -365,11 +365,15 @@ def test_the_demo_script_extracts_the_sample_corpus(tmp_path: Path, ray_address:
         ["sh", "examples/demo.sh"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr
-    # Three report lines, the summary, and verify's verdict on the folder.
-    *report, summary, verdict = result.stdout.splitlines()
+    # Three report lines, the summary, and verify's verdict on the folder; then the
+    # folder imported into an embedded context, and one search of it.
+    said = result.stdout.splitlines()
+    report, (summary, verdict), imported, hits = said[:3], said[3:5], said[5:8], said[8:]
     assert len(report) == 3
     assert summary == "extract: 3 written, 0 unchanged, 0 failed of 3 segment(s)"
     assert verdict == "verify: 3 source file(s), imports whole"
+    assert all("into context 'demo'" in line for line in imported), imported
+    assert any("03-sake-brewing" in line for line in hits), hits
     assert len(list(out.glob("*.jsonl"))) == 3
     assert (out / ".extract-manifest.json").exists()
     assert len(list((out / ".extract-trace").glob("*.attempts.jsonl"))) == 3
