@@ -37,13 +37,13 @@ def _epoch(stamp: str) -> float:
     return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").timestamp()
 
 
-def run(segments: int, work: Path) -> dict[str, Any]:
+def run(segments: int, work: Path, latency_ms: int = LATENCY_MS) -> dict[str, Any]:
     corpus = work / "corpus"
     write_corpus(corpus, segments, 1024)
     out = work / "results"
     with (
-        SimulatorProcess("--slots", "8", "--latency-ms", str(LATENCY_MS)) as c8,
-        SimulatorProcess("--slots", "32", "--latency-ms", str(LATENCY_MS)) as c32,
+        SimulatorProcess("--slots", "8", "--latency-ms", str(latency_ms)) as c8,
+        SimulatorProcess("--slots", "32", "--latency-ms", str(latency_ms)) as c32,
     ):
         models = {
             "taguru_benchmark_models": 1,
@@ -68,7 +68,7 @@ def run(segments: int, work: Path) -> dict[str, Any]:
     cells: dict[str, Any] = {}
     spans = {}
     for cell in manifest["cells"]:
-        capacity = ENDPOINTS[cell["model_id"]] / (LATENCY_MS / 1000)
+        capacity = ENDPOINTS[cell["model_id"]] / (latency_ms / 1000)
         saturation = cell["saturation"] or {}
         rate = saturation.get("completions_per_second")
         spans[cell["cell_id"]] = (_epoch(cell["started_at"]), _epoch(cell["finished_at"]))
@@ -85,7 +85,7 @@ def run(segments: int, work: Path) -> dict[str, Any]:
     summed = sum(c["cell_seconds"] for c in cells.values())
     return {
         "segments": segments,
-        "latency_ms": LATENCY_MS,
+        "latency_ms": latency_ms,
         "cells": cells,
         "cells_overlapped": a0 < b1 and b0 < a1,
         "matrix_wall_seconds": round(wall, 3),
@@ -105,16 +105,20 @@ def run(segments: int, work: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.matrix", description=__doc__)
     parser.add_argument("--segments", type=int, default=2400, help="one-chunk segments")
+    parser.add_argument(
+        "--latency-ms", type=int, default=LATENCY_MS, help="L; C/L = 8/L and 32/L per second"
+    )
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="taguru-ray-matrix-") as work:
-        result = run(args.segments, Path(work))
+        result = run(args.segments, Path(work), args.latency_ms)
     result["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     args.results_dir.mkdir(parents=True, exist_ok=True)
     text = json.dumps(result, indent=2) + "\n"
     (args.results_dir / f"matrix-{stamp}.json").write_text(text, encoding="utf-8")
-    (args.results_dir / "matrix-latest.json").write_text(text, encoding="utf-8")
+    if args.latency_ms == LATENCY_MS:  # the capacities; other runs keep their stamp
+        (args.results_dir / "matrix-latest.json").write_text(text, encoding="utf-8")
     print(text, end="")
     return 0
 
