@@ -43,7 +43,13 @@ class CheckpointFingerprint(Typed):
 
 
 class ManifestEntry(Typed):
-    """One segment's entry: its compute inputs, then what names its file."""
+    """One segment's entry: its compute inputs, then what names its file.
+
+    Declared apart from `CheckpointFingerprint`, not derived from it: the two
+    files order the same inputs differently (`chunk_context` before
+    `chunk_bytes` here, after it there — CONTRACT.md sections 2 and 3), and
+    `tests/test_records.py` pins each order.
+    """
 
     sha256: str
     model: str
