@@ -13,7 +13,7 @@ import pytest
 from taguru_ray.benchmark.compare import CompareError, Computed, compute
 from taguru_ray.benchmark.compare.batch import analyze_batch
 from taguru_ray.benchmark.compare.load import AttemptRow, DocRow
-from taguru_ray.benchmark.compare.measure import Count, Distribution, Ratio
+from taguru_ray.measure import Count, Distribution, Ratio
 from taguru_ray.benchmark.compare.metrics import (
     attempt_distributions,
     attempt_rates,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from taguru_ray.benchmark.compare.measure import Count, Distribution, count, nearest_rank, ratio
+from taguru_ray.measure import Count, Distribution, count, nearest_rank, ratio
 
 
 def test_nearest_rank_of_one_sample_is_that_sample() -> None:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from taguru_ray.benchmark.compare.batch import BatchStats
 from taguru_ray.benchmark.compare.load import END_COUNTS, AttemptRow, DocRow
-from taguru_ray.benchmark.compare.measure import Distribution, MetricsMap, count, ratio
+from taguru_ray.measure import Distribution, MetricsMap, count, ratio
 
 ATTEMPT_STATES = (
     "stop_valid",

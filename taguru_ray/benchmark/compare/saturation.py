@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from taguru_ray.benchmark.compare.manifest import CellInfo, Manifest
-from taguru_ray.benchmark.compare.measure import Distribution, MetricsMap
+from taguru_ray.measure import Distribution, MetricsMap
 from taguru_ray.benchmark.compare.serde import as_f64
 
 

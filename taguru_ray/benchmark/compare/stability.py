@@ -28,7 +28,7 @@ from taguru_ray.benchmark.compare.identity import (
     weight_varies,
 )
 from taguru_ray.benchmark.compare.load import DocRow
-from taguru_ray.benchmark.compare.measure import Distribution, MetricsMap, count, ratio
+from taguru_ray.measure import Distribution, MetricsMap, count, ratio
 
 # The twelve names this module emits, pinned (a test holds them to the lexicon).
 STABILITY_METRICS = (

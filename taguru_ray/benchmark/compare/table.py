@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from taguru_ray.benchmark.compare.measure import MetricsMap
+from taguru_ray.measure import MetricsMap
 from taguru_ray.benchmark.compare.measurements import Measurements
 from taguru_ray.contract.rust_text import display_f64
 

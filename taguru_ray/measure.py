@@ -1,4 +1,7 @@
-"""The three shapes every benchmark value takes (BENCHMARK.md §2.2).
+"""The three shapes every measured value takes (BENCHMARK.md §2.2, EVALUATE.md §3.4).
+
+Shared by `benchmark compare`, `benchmark search` and `evaluate`, as the reference
+shares its `measure` module.
 
 - `Distribution` — ``{n, min, p50, p90, p99, max, mean, sum}`` over samples,
   nearest-rank percentiles;
