@@ -13,7 +13,6 @@ import pytest
 from taguru_ray.benchmark.compare import CompareError, Computed, compute
 from taguru_ray.benchmark.compare.batch import analyze_batch
 from taguru_ray.benchmark.compare.load import AttemptRow, DocRow
-from taguru_ray.measure import Count, Distribution, Ratio
 from taguru_ray.benchmark.compare.metrics import (
     attempt_distributions,
     attempt_rates,
@@ -21,6 +20,7 @@ from taguru_ray.benchmark.compare.metrics import (
     outcome_rates,
     wall_seconds,
 )
+from taguru_ray.measure import Count, Distribution, Ratio
 
 RUN_ID = "20260726T091422Z-3f7a1c"
 

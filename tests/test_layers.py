@@ -14,6 +14,9 @@ RANKS = {
     "heap": 0,
     "text": 0,
     "contract": 0,
+    "measure": 0,  # Distribution / Ratio / Count, shared by benchmark and evaluate
+    "evalset": 1,  # eval.jsonl, shared by evaluate and benchmark search
+    "remote": 2,  # the client of any Taguru server
     "pipeline": 1,
     "settings": 3,  # resolving flags, variables and --config (declarations: contract/settings)
     "llm": 2,
@@ -22,6 +25,7 @@ RANKS = {
     "engine": 4,
     "tools": 5,
     "simulate": 5,
+    "evaluate": 4,  # the retrieval gate: remote, evalset, measure; no extract, no LLM
     "benchmark": 5,  # benchmark extract runs extract as a child; compare is pure
     "context": 3,  # the embedded Taguru context: store, import, search semantics
     "serve": 5,  # its HTTP server

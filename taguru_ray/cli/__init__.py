@@ -19,6 +19,7 @@ verbs:
   benchmark  extract a model matrix into a results directory; compare its measurements
   import     load source files into an embedded context store (or a Taguru server)
   search     rank a store's paragraphs against a query, as Taguru does
+  evaluate   gate a context's retrieval and citations on eval.jsonl (exit 3 on a regression)
   serve      answer Taguru's HTTP API for an embedded context store (--store DIR)
 
 taguru-ray <verb> --help shows a verb's options.
@@ -74,5 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         from taguru_ray.cli.search import main as search_main
 
         return search_main(rest)
+    if verb == "evaluate":
+        from taguru_ray.cli.evaluate import main as evaluate_main
+
+        return evaluate_main(rest)
     print(f"taguru-ray: unknown verb {verb!r}\n\n{USAGE}", end="", file=sys.stderr)
     return 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+ADDR = "TAGURU_ADDR"
 API_TOKEN = "TAGURU_API_TOKEN"
 API_TOKENS = "TAGURU_API_TOKENS"
 KEY_SCOPES = "TAGURU_KEY_SCOPES"
@@ -22,6 +23,8 @@ PASSAGE_VECTOR_LIMIT = "TAGURU_PASSAGE_VECTOR_LIMIT"
 SEMANTIC_FLOOR = "TAGURU_SEMANTIC_FLOOR"
 
 SERVER_VARIABLES: Mapping[str, str] = {
+    ADDR: "the server's address, HOST:PORT (default 127.0.0.1:8248); clients read it "
+    "when --url is not given",
     API_TOKEN: "one bearer key, named `default`",
     API_TOKENS: "named bearer keys, `name:token,name:token`",
     KEY_SCOPES: "roles per key name, JSON: read < write < admin, optionally per context",

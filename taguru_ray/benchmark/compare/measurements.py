@@ -18,10 +18,10 @@ from taguru_ray.benchmark.compare.definitions import Definition, build_definitio
 from taguru_ray.benchmark.compare.identity import DEFAULT_MATCHING, Matching
 from taguru_ray.benchmark.compare.load import AttemptRow, DocRow, Loaded
 from taguru_ray.benchmark.compare.manifest import run_label
-from taguru_ray.measure import MetricsMap, ratio
 from taguru_ray.benchmark.compare.metrics import document_metrics, scope_metrics
 from taguru_ray.benchmark.compare.saturation import gpu_metrics, saturation_metrics
 from taguru_ray.benchmark.compare.stability import stability_metrics
+from taguru_ray.measure import MetricsMap, ratio
 
 MEASUREMENTS_VERSION = 1
 Row = TypeVar("Row", AttemptRow, DocRow)

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from taguru_ray.benchmark.compare.manifest import CellInfo, Manifest
-from taguru_ray.measure import Distribution, MetricsMap
 from taguru_ray.benchmark.compare.serde import as_f64
+from taguru_ray.measure import Distribution, MetricsMap
 
 
 def _field(name: str) -> Callable[[dict[str, Any]], float | None]:

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from taguru_ray.measure import MetricsMap
 from taguru_ray.benchmark.compare.measurements import Measurements
 from taguru_ray.contract.rust_text import display_f64
+from taguru_ray.measure import MetricsMap
 
 HEADER = ("scope", "model_id", "run_index", "document_id", "metric", "stat", "value", "unit", "n")
 

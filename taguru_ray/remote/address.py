@@ -1,0 +1,71 @@
+"""Which server a client talks to, and how that address may be written down.
+
+`--url` wins; else ``TAGURU_ADDR`` (the environment, then ``--config``), else the
+reference server's default ``127.0.0.1:8248``. An address with credentials in it
+is refused before any request (they belong in ``TAGURU_API_TOKEN``), and an
+artifact records only scheme, host and port (`mask_url`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from taguru_ray.contract.server_variables import ADDR
+
+DEFAULT_ADDR = "127.0.0.1:8248"
+UNPARSEABLE = "<unparseable-url>"
+_WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1"}
+
+
+class AddressError(ValueError):
+    """A server address that cannot be used; the message names the input and the fix."""
+
+
+def base_url(
+    flag: str | None, environ: Mapping[str, str], config: Mapping[str, str] | None = None
+) -> str:
+    """The server's base URL, no trailing ``/``: ``--url``, else ``TAGURU_ADDR``, else
+    the default. A wildcard bind address (what a server was told to listen on)
+    becomes loopback, as a client can only reach it there."""
+    if flag is not None:
+        raw, named = flag, "--url"
+    else:
+        named = ADDR
+        raw = environ.get(ADDR) or (config or {}).get(ADDR) or DEFAULT_ADDR
+    text = raw.strip().rstrip("/")
+    if "://" not in text:
+        text = "http://" + text
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:
+        raise AddressError(f"{named} {raw!r} could not be parsed — give http://HOST:PORT") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise AddressError(f"{named} {raw!r} could not be parsed — give http://HOST:PORT")
+    if parts.username is not None or parts.password is not None:
+        raise AddressError(
+            f"{named} must not carry credentials — put the key in TAGURU_API_TOKEN instead"
+        )
+    if port == 0:
+        raise AddressError(f"{named} {raw!r} names port 0 — give the port the server listens on")
+    host = _WILDCARDS.get(parts.hostname, parts.hostname)
+    if host != parts.hostname:
+        shown = f"[{host}]" if ":" in host else host
+        text = parts._replace(netloc=shown + (f":{port}" if port else "")).geturl()
+    return text
+
+
+def mask_url(url: str) -> str:
+    """``scheme://host[:port]`` only: never userinfo, a path or a query."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return UNPARSEABLE
+    if not parts.scheme or not parts.hostname:
+        return UNPARSEABLE
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    default = {"http": 80, "https": 443}.get(parts.scheme)
+    shown = f":{port}" if port is not None and port != default else ""
+    return f"{parts.scheme}://{host}{shown}"
