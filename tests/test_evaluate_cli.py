@@ -381,3 +381,54 @@ def test_evaluate_imports_no_extract_no_llm_and_names_no_extract_variable() -> N
                 assert not (parts[0] == "taguru_ray" and len(parts) > 1 and (
                     parts[1] in forbidden or name.startswith("taguru_ray.context.embed")
                 )), f"{path}: imports {name}"  # fmt: skip
+
+
+def test_compare_of_two_real_runs_names_the_regressed_and_the_improved_case(
+    tmp_path: Path,
+) -> None:
+    """Between the runs the nightly import moved: water.md now tells of the founding (origin
+    finds it: improves), rice.md lost the words a citation quotes (citations regresses)."""
+    from taguru_ray.context.store import SqliteStore
+
+    store = tmp_path / "store"
+    SqliteStore(store).close()
+    water = (FIXTURES / "corpus" / "water.jsonl").read_text(encoding="utf-8")
+    rice = (FIXTURES / "corpus" / "rice.jsonl").read_text(encoding="utf-8")
+    changed = tmp_path / "changed"
+    changed.mkdir()
+    (changed / "water.jsonl").write_text(
+        water.replace("仕込み水は", "仕込み水は創業の頃から"), encoding="utf-8"
+    )
+    rice = rice.replace("岡山の酒米", "岡山で作る酒米")
+    (changed / "rice.jsonl").write_text(rice, encoding="utf-8")
+    with running(*SERVE, "--store", str(store), "--port", "0", "--writable") as (_, base_url):
+        assert cli(["import", *map(str, CORPUS), "--url", base_url]) == 0
+        for side in ("a", "b"):
+            (tmp_path / side).mkdir()
+            if side == "b":
+                assert cli(["import", str(changed), "--url", base_url]) == 0
+            code, _ = run(tmp_path / side, "--eval", str(EVAL), "--context", "sake", "--url",
+                          base_url)  # fmt: skip
+            assert code == 0
+    base, head = tmp_path / "a" / "evaluation.json", tmp_path / "b" / "evaluation.json"
+    out = tmp_path / "changes.jsonl"
+    assert cli(["evaluate", "compare", str(base), str(head), "--out", str(out)]) == 0
+    header, *records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert header["kind"] == "header" and header["taguru_evaluation_changes"] == 1
+    assert header["counts"] == {"improved": 1, "regressed": 1, "added": 0, "removed": 0,
+                                "unchanged": 3, "cases_base": 5, "cases_head": 5}  # fmt: skip
+    assert header["base"]["path"] == str(base) and header["head"]["context"] == "sake"
+    assert any("revision" in warning for warning in header["warnings"])
+    assert records == [
+        {"kind": "regressed", "case_id": "citations", "metrics": [
+            {"metric": "citations.locator_validity", "sides": {"base": 0.25, "head": 0.0},
+             "delta": -0.25, "direction": "regressed"}]},
+        {"kind": "improved", "case_id": "origin", "metrics": [
+            {"metric": "recall.recall_at_k", "sides": {"base": 0.5, "head": 1.0},
+             "delta": 0.5, "direction": "improved"},
+            {"metric": "recall.ndcg", "sides": {"base": pytest.approx(0.8262346571285599),
+             "head": 1.0}, "delta": pytest.approx(1 - 0.8262346571285599),
+             "direction": "improved"},
+            {"metric": "diversity.sources", "sides": {"base": 1.0, "head": 2.0},
+             "delta": 1.0, "direction": "improved"}]},
+    ]  # fmt: skip
