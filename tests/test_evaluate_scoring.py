@@ -111,3 +111,38 @@ def test_search_results_typed_bare_and_unrecognisable() -> None:
         read_search_result({"foo": 1})
     with pytest.raises(SearchShapeError, match="paragraph"):
         read_search_result([{"source": "s"}])
+
+
+class _Evidence:
+    """A client whose ``evidence`` answers the reference's recorded package."""
+
+    def __init__(self, result: object) -> None:
+        self.result = result
+        self.sent: list[dict] = []
+
+    def evidence(self, name: str, body: dict) -> object:
+        from taguru_ray.remote.client import Reply
+
+        self.sent.append(body)
+        return Reply(self.result, 7)
+
+
+def test_an_assembled_package_gives_locators_never_its_text() -> None:
+    from taguru_ray.evaluate.lanes import evidence_lane
+
+    recorded = json.loads((WIRE / "evidence_mixed_lanes.json").read_text(encoding="utf-8"))
+    client = _Evidence(recorded["response"]["result"])
+    case = Case("c", "青嶺酒造の杜氏", cues=("青嶺酒造",))
+    lane = evidence_lane(client, "sake", case, 10, budget.Limits(40, 65536, 4000), "rr")  # type: ignore[arg-type]
+    assert client.sent[0]["origins"] == ["青嶺酒造"] and client.sent[0]["rerank"] == {"model": "rr"}
+    assert client.sent[0]["budget"] == {"max_items": 40, "max_bytes": 65536, "max_tokens": 4000}
+    # The association's citation ref, then the passage's own locator, in fused order.
+    assert lane.hits == [("docs/kura.md", 0), ("docs/kura.md", 0)]
+    assert lane.evidence is not None and lane.evidence["outcome"] == "assembled"
+    assert [item.get("source") for item in lane.evidence["items"]] == [None, "docs/kura.md"]
+    assert lane.budget == {"bytes_used": 1142, "items_used": 2, "tokens_used": 303,
+                           "limits": {"max_bytes": 65536, "max_items": 40, "max_tokens": 4000},
+                           "omitted_total": 0}  # fmt: skip
+    assert "青嶺酒造は雲居県" not in json.dumps(lane.__dict__, ensure_ascii=False)
+    one = evidence_lane(client, "sake", case, 1, budget.Limits(40, 65536, 4000), None)  # type: ignore[arg-type]
+    assert one.hits == [("docs/kura.md", 0)] and "rerank" not in client.sent[1]

@@ -24,11 +24,8 @@ unreadable, 2 usage.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,13 +33,13 @@ from taguru_ray.cli.args import parse
 from taguru_ray.context.embeddings import embedder_from_env
 from taguru_ray.context.importer import ImportRefusal, read_stream
 from taguru_ray.context.store import SqliteStore
-from taguru_ray.contract.server_variables import client_token
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from taguru_ray.remote.address import AddressError, base_url
+from taguru_ray.remote.client import RemoteError, TaguruClient
 from taguru_ray.tools.records import source_files
 
 PREFIX = "taguru-ray: import: "
 NOT_SOURCE_FILES = frozenset({"diagnostics.jsonl"})
-TIMEOUT_SECONDS = 35
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,6 +66,11 @@ def main(argv: Sequence[str]) -> int:
         print(f"{PREFIX}--context names a local context; with --url the header's context "
               "is the server's", file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
+    try:
+        url = base_url(args.url, os.environ) if args.url else None
+    except AddressError as error:
+        print(f"{PREFIX}{error}", file=sys.stderr)
+        return EXIT_USAGE
     files: list[tuple[str, bytes]] = []
     for path in args.paths:
         try:
@@ -85,8 +87,8 @@ def main(argv: Sequence[str]) -> int:
         if not named:
             print(f"{PREFIX}{path}: no source file (*.jsonl) in it", file=sys.stderr)
         files.extend(named)
-    if args.url:
-        refused = sum(not _post(args.url, name, data, args.dry_run) for name, data in files)
+    if url:
+        refused = sum(not _post(url, name, data, args.dry_run) for name, data in files)
     else:
         try:
             embedder = embedder_from_env(os.environ)
@@ -144,37 +146,21 @@ def _summary(name: str, result: dict[str, Any], dry_run: bool) -> str:
     )
 
 
-def bearer_token() -> str | None:
-    return client_token(os.environ)
-
-
 def _post(url: str, name: str, data: bytes, dry_run: bool) -> bool:
-    target = url.rstrip("/") + "/import" + ("?dry_run=true" if dry_run else "")
-    request = urllib.request.Request(target, data=data, method="POST")
-    request.add_header("Content-Type", "application/x-ndjson")
-    token = bearer_token()
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
+    client = TaguruClient.from_environment(url, os.environ)
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
-            body = json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        print(f"{name}: refused by {target}: {_server_error(error)}", file=sys.stderr)
+        reply = client.import_stream(data, dry_run=dry_run)
+    except RemoteError as error:
+        if error.status is None:
+            print(f"{name}: {error.message}", file=sys.stderr)
+            return False
+        paths = ", ".join(issue.get("path", "?") for issue in error.body.get("issues", []))
+        where = f" [{paths}]" if paths else ""
+        detail = error.body.get("error", error.message)
+        print(f"{name}: refused by {client.base}/import: {error.status} {error.code or ''}: "
+              f"{detail}{where}", file=sys.stderr)  # fmt: skip
         return False
-    except (urllib.error.URLError, OSError, ValueError) as error:
-        print(f"{name}: {target} could not be reached: {error}", file=sys.stderr)
-        return False
-    for result in (body.get("result") or {}).get("batches", []):
-        print(_summary(name, result, dry_run))
+    result = reply.result if isinstance(reply.result, dict) else {}
+    for batch in result.get("batches", []):
+        print(_summary(name, batch, dry_run))
     return True
-
-
-def _server_error(error: urllib.error.HTTPError) -> str:
-    raw = error.read()
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return f"{error.code}: {raw.decode('utf-8', 'replace')[:200]}"
-    paths = ", ".join(issue.get("path", "?") for issue in body.get("issues", []))
-    where = f" [{paths}]" if paths else ""
-    return f"{error.code} {body.get('code', '')}: {body.get('error', '')}{where}"

@@ -28,11 +28,18 @@ MESSAGE_BYTES = 200
 class RemoteError(Exception):
     """A call that did not answer a result: ``status`` None for a transport failure."""
 
-    def __init__(self, message: str, status: int | None = None, code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        status: int | None = None,
+        code: str | None = None,
+        body: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.code = code
+        self.body = body or {}  # the error envelope (an import refusal's `issues`, …)
 
     def cut(self) -> str:
         return cut_message(self.message)
@@ -160,7 +167,8 @@ class TaguruClient:
             code = parsed.get("code") if isinstance(parsed.get("code"), str) else None
             if isinstance(parsed.get("error"), str):
                 detail = parsed["error"]
-        return RemoteError(f"{self.base}{path} answered {status}: {detail}", status, code)
+        body = parsed if isinstance(parsed, dict) else None
+        return RemoteError(f"{self.base}{path} answered {status}: {detail}", status, code, body)
 
 
 def _context(name: str, route: str = "") -> str:
