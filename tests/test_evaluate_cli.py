@@ -432,3 +432,23 @@ def test_compare_of_two_real_runs_names_the_regressed_and_the_improved_case(
             {"metric": "diversity.sources", "sides": {"base": 1.0, "head": 2.0},
              "delta": 1.0, "direction": "improved"}]},
     ]  # fmt: skip
+
+
+def test_the_bearer_comes_from_config_and_never_reaches_the_artifact(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.test_serve_cli import _env
+
+    monkeypatch.delenv("TAGURU_API_TOKEN", raising=False)
+    monkeypatch.delenv("TAGURU_API_TOKENS", raising=False)
+    store = tmp_path / "keyed"
+    assert cli(["import", *map(str, CORPUS), "--store", str(store)]) == 0
+    keyed_env = _env(TAGURU_API_TOKEN="s3cret-evaluate-key")
+    with running(*SERVE, "--store", str(store), "--port", "0", env=keyed_env) as (_, keyed):
+        assert run(tmp_path, "--eval", str(EVAL), "--context", "sake", "--url", keyed)[0] == 1
+        config = tmp_path / "taguru.env"
+        config.write_text("TAGURU_API_TOKEN=s3cret-evaluate-key\n")
+        code, artifact = run(tmp_path, "--eval", str(EVAL), "--context", "sake", "--url", keyed,
+                             "--config", str(config))  # fmt: skip
+    assert code == 0 and artifact is not None
+    assert "s3cret" not in (tmp_path / "evaluation.json").read_text(encoding="utf-8")

@@ -38,6 +38,7 @@ from taguru_ray.store.config_file import read_config_file
 from taguru_ray.store.publish import publish
 
 PREFIX = "taguru-ray: evaluate: "
+CONFIG_VARIABLE = "TAGURU_CONFIG"  # what --config defaults to, as for every verb
 
 
 def build_parser() -> OneLineParser:
@@ -93,7 +94,7 @@ def main(argv: Sequence[str]) -> int:
         for line in str(error).splitlines():
             print(f"{PREFIX}{line}", file=sys.stderr)
         return EXIT_USAGE
-    client = TaguruClient(request.base, _token(args, os.environ))
+    client = TaguruClient(request.base, request.token)
     try:
         outcome = evaluate(request, client, _now)
     except RunFailed as failure:
@@ -131,8 +132,10 @@ def _request(args: argparse.Namespace, environ: Mapping[str, str]) -> Request:
     if limits:
         raise UsageError("\n".join(f"{args.eval}: {problem}" for problem in limits))
     thresholds = _thresholds(args.thresholds, evalset) if args.thresholds else None
-    config = read_config_file(args.config) if args.config else {}
+    config_path = args.config or environ.get(CONFIG_VARIABLE)
+    config = read_config_file(config_path) if config_path else {}
     base = base_url(args.url, environ, config)
+    token = TaguruClient.from_environment(base, {**config, **environ}).token
     budget_given = any(v is not None for v in (args.max_items, args.max_bytes, args.max_tokens))
     budget = (
         Limits.resolve(args.max_items, args.max_bytes, args.max_tokens)
@@ -149,6 +152,7 @@ def _request(args: argparse.Namespace, environ: Mapping[str, str]) -> Request:
         args.assembly,
         budget,
         args.rerank,
+        token,
     )
 
 
@@ -159,11 +163,6 @@ def _thresholds(path: str, evalset: EvalSet) -> Thresholds:
     except OSError as error:
         raise UsageError(f"--thresholds {path}: cannot read it ({error})") from None
     return parse_thresholds(raw, path, [case.case_id for case in evalset.cases])
-
-
-def _token(args: argparse.Namespace, environ: Mapping[str, str]) -> str | None:
-    config = read_config_file(args.config) if args.config else {}
-    return TaguruClient.from_environment("", {**config, **environ}).token
 
 
 def _now() -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from taguru_ray import __version__
@@ -59,6 +59,7 @@ class Request:
     assembly: bool
     budget: Limits | None  # given by a --max-* flag, or always under --assembly
     rerank: str | None
+    token: str | None = field(default=None, repr=False)  # the bearer: never shown or written
 
 
 @dataclass(frozen=True)
