@@ -16,7 +16,7 @@ verbs:
   anchoring  judge written source files against their own passage text
   metrics    fold an --out's records into metric tables (loss, coverage, cost, …)
   verify     check an --out as `taguru import` of the whole folder would read it
-  benchmark  extract a model matrix into a results directory; compare its measurements
+  benchmark  extract a model matrix; compare its measurements; search its corpora
   import     load source files into an embedded context store (or a Taguru server)
   search     rank a store's paragraphs against a query, as Taguru does
   evaluate   gate a context's retrieval and citations on eval.jsonl (exit 3 on a regression)

@@ -1,4 +1,4 @@
-"""``taguru-ray benchmark extract | compare``: the verbs of seed 003's benchmark."""
+"""``taguru-ray benchmark extract | compare | search``: the verbs of seed 003's benchmark."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from taguru_ray.errors import EXIT_OK, EXIT_USAGE
 
 USAGE = """\
-usage: taguru-ray benchmark <extract|compare> [options]
+usage: taguru-ray benchmark <extract|compare|search> [options]
 
   extract   run one extract per (model, run) cell of a models.json matrix
   compare   measure a results directory: throughput, volume, stability (never a ranking)
+  search    search one corpus per model with eval.jsonl; how their hits differ (never a ranking)
 
 taguru-ray benchmark <verb> --help shows its options.
 """
@@ -30,6 +31,10 @@ def main(argv: Sequence[str]) -> int:
         from taguru_ray.cli.benchmark_compare import main as compare_main
 
         return compare_main(rest)
+    if verb == "search":
+        from taguru_ray.cli.benchmark_search import main as search_main
+
+        return search_main(rest)
     print(
         f"taguru-ray: benchmark: unknown verb {verb!r} — try 'taguru-ray benchmark --help'",
         file=sys.stderr,
