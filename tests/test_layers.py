@@ -29,6 +29,7 @@ RANKS = {
     "benchmark": 5,  # benchmark extract runs extract as a child; compare is pure
     "context": 3,  # the embedded Taguru context: store, import, search semantics
     "serve": 5,  # its HTTP server
+    "sessions": 1,  # agent sessions: converters, index, the extraction program (pure + sqlite)
     "cli": 6,
     "__main__": 7,
     "__init__": 7,

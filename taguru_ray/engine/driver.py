@@ -10,6 +10,7 @@ import asyncio
 import ipaddress
 import logging
 import socket
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 import ray
@@ -24,7 +25,7 @@ from taguru_ray.pipeline.chunk_context import plan_segment
 from taguru_ray.pipeline.read import read_segment, redact_segment
 from taguru_ray.settings import Settings, checkpoint_fingerprint
 from taguru_ray.store.checkpoints import count_reusable
-from taguru_ray.store.inputs import expand
+from taguru_ray.store.inputs import expand, read_source
 from taguru_ray.store.lock import lock_for
 from taguru_ray.store.manifest import Manifest
 from taguru_ray.store.outdir import LinkRefused, OutDir
@@ -170,8 +171,9 @@ def _reachable(address: str) -> None:
         ) from None
 
 
-def extract(settings: Settings, console: Console) -> int:
-    """A real run: lock --out, start or join Ray, extract, summarise."""
+def extract(settings: Settings, console: Console, staged: Mapping[str, bytes] | None = None) -> int:
+    """A real run: lock --out, start or join Ray, extract, summarise. `staged`: the run's
+    segments in memory, by source name (agent sessions), instead of the input paths."""
     if settings.run.dry_run:
         return dry_run(settings, console)
     for line in settings.notes:
@@ -181,7 +183,7 @@ def extract(settings: Settings, console: Console) -> int:
     if note:
         console.err(note)
     out = OutDir(settings.source.out)
-    sources = expand(settings.source.paths)
+    sources = list(staged) if staged is not None else expand(settings.source.paths)
     try:
         out.ensure()
     except LinkRefused as error:
@@ -189,7 +191,8 @@ def extract(settings: Settings, console: Console) -> int:
     except OSError as error:
         raise StartupError(f"--out {settings.source.out}: cannot create it ({error})") from None
     with lock_for(out, console.err, settings.scale.lease_seconds) as lock:
-        run = ExtractRun(settings, console, out, sources, inputs, lock)
+        read = staged.__getitem__ if staged is not None else read_source
+        run = ExtractRun(settings, console, out, sources, inputs, lock, read)
         # Reading and the skips of unchanged segments go on while Ray starts.
         run.start_reading()
         try:

@@ -20,7 +20,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Container
+from collections.abc import Callable, Container
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
@@ -56,6 +56,7 @@ from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.pipeline.vocabulary import contribution
 from taguru_ray.settings import Settings
 from taguru_ray.store.checkpoints import Checkpoint
+from taguru_ray.store.inputs import read_source
 from taguru_ray.store.lease import LeaseLock
 from taguru_ray.store.manifest import Manifest
 from taguru_ray.store.outdir import Fenced, OutDir
@@ -77,8 +78,10 @@ class ExtractRun:
         sources: list[str],
         inputs: RunInputs | None = None,
         lock: object | None = None,
+        read: Callable[[str], bytes] = read_source,
     ) -> None:
         self.settings = settings
+        self.read = read  # the segments' reader: files, or a run's in-memory segments
         self.workers: list[Any] = []
         if isinstance(lock, LeaseLock):
             # Every write of the run is fenced by the lease (store/lease.py): the driver's
@@ -243,7 +246,7 @@ class ExtractRun:
         self.scanner = ScanAhead(
             len(self.sources),
             lambda index: scan(
-                self.settings, index, self.sources[index], several, seen, self.inputs
+                self.settings, index, self.sources[index], several, seen, self.inputs, self.read
             ),
             readers,
         )

@@ -74,8 +74,10 @@ def scan(
     several: bool,
     seen_ids: set[str],
     inputs: RunInputs | None = None,
+    read: Callable[[str], bytes] = read_source,
 ) -> Scanned:
-    """Read and hash a segment; under --redact the hash is its masked text's (`read`)."""
+    """Read and hash a segment; under --redact the hash is its masked text's (`read`).
+    `read` is the file reader, or a run's in-memory segments (staged agent sessions)."""
     ident = written_id(source, settings.source.source_id, several)
     if inputs is not None and inputs.redaction:
         # The path is in every prompt and record: one that holds what --redact masks
@@ -103,7 +105,7 @@ def scan(
         )
     seen_ids.add(ident)
     try:
-        data = read_source(source)
+        data = read(source)
         if inputs is not None and inputs.redaction:
             digest = masked_sha256(source, data, inputs.redaction, inputs.redact_key)
         else:

@@ -45,6 +45,7 @@ from taguru_ray.pipeline.run_inputs import RunInputs
 from taguru_ray.pipeline.segment_job import SegmentJob, SegmentOutcome
 from taguru_ray.pipeline.segment_program import extract
 from taguru_ray.pipeline.segment_state import ReplayView, SegmentTask
+from taguru_ray.sessions.program import extract_session, is_staged
 from taguru_ray.settings import Settings
 
 T = TypeVar("T")
@@ -65,7 +66,10 @@ async def extract_segment(
     )
     task = SegmentTask(job, settings, run_id, run_inputs or RunInputs(), replay)
     interpreter = Interpreter(model, recorder, settings.records.diagnostics_raw_bytes)
-    outcome = await interpreter.perform(extract(task))
+    # A staged agent session (`taguru-ray sessions extract`) runs its own program on the
+    # same ports: batches of turns instead of chunks, the v4 contract instead of items.
+    program = extract_session(task) if is_staged(job.data) else extract(task)
+    outcome = await interpreter.perform(program)
     outcome.completions = interpreter.completions
     if outcome.status == "written" and model.replay is not None:
         replayer = model.replay

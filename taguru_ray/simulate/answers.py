@@ -143,6 +143,12 @@ def answer(messages: Sequence[Mapping[str, Any]]) -> str:
     )
     if is_overview_ask(system):
         return overview_for_turn(turn)
+    from taguru_ray.simulate import sessions  # it reads names with this module's rules
+
+    if sessions.is_sessions_ask(system):
+        return sessions.batch_answer(turn)
+    if sessions.is_review_ask(system):
+        return sessions.review_answer(turn)
     last = content_text(messages[-1].get("content")) if messages else ""
     if messages[-1].get("role") == "user" and _GLEAN_ASK in last:
         return gleaned_for_turn(turn)

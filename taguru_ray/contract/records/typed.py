@@ -111,6 +111,8 @@ class Stage(StrEnum):
     CROSS_CHUNK = "cross_chunk"
     OVERVIEW = "overview"
     GLEANING = "gleaning"
+    SESSION_FACT = "session_fact"  # `sessions extract`: one batch of a session's turns
+    REVIEW = "review"  # `sessions extract`: one draft against its evidence turn (flags only)
 
 
 class Move(StrEnum):

@@ -1,0 +1,98 @@
+"""What the model is shown: code supplies every position, the model judges meaning.
+
+A batch's user message is its turns, one per line block, ``[seq N] speaker (time):
+text`` — seq, speaker and time come from code, so the model never has to invent
+them. The system prompt states the v4 contract and carries the names earlier
+batches of the session settled (seed 002's carryover: names only, never earlier
+turns' text, which the model would re-extract and misattribute). Review sees one
+draft and its evidence turn and may only flag.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+
+from taguru_ray.sessions.answer import FACT_KEYS
+from taguru_ray.sessions.batches import Batch
+from taguru_ray.sessions.events import Event
+
+PROMPT_VERSION = "sessions-v4.1"  # the v4 contract; .1 this wording
+CARRYOVER_NAMES = 32
+REVIEW_FLAGS = (
+    "unsupported_causality",  # "because" the turn does not say
+    "naming_drift",  # a name the turn spells otherwise
+    "time_not_in_evidence",  # a time the turn does not give
+    "speaker_confusion",  # attributed to who did not say it
+    "overgeneralization",  # more than the turn claims
+)
+
+EXTRACT_SYSTEM = """\
+You read the turns of one coding-agent session and state the facts each turn \
+asserts. Answer a JSON array with exactly one object per turn shown, in order:
+{"seq": N, "quote": "…", "facts": [{"subject": "…", "predicate": "…", "value": "…"}]}
+- seq: the turn's number as shown in [seq N].
+- quote: a span copied verbatim from that turn which proves every fact listed; \
+"" when the turn states no fact.
+- facts: what the quote asserts; [] when nothing. subject and value are words of the \
+turn. Never guess, never pad with "none" or "unknown".
+No other key: no id, time, position, confidence or status. Seq, time and speaker are \
+known already."""
+
+REVIEW_SYSTEM = (
+    """\
+You review one drafted fact against the turn it was drawn from. You never rewrite it. \
+Answer a JSON array with one object: {"seq": N, "quote": "", "facts": [...]}, where \
+each fact is {"subject": <the draft field at issue: subject, predicate or value>, \
+"predicate": "flag", "value": <one of: """
+    + ", ".join(REVIEW_FLAGS)
+    + """>}; \
+facts [] when the draft holds."""
+)
+
+
+def stamp(ts_ms: int | None) -> str:
+    if ts_ms is None:
+        return ""
+    return " (" + time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime(ts_ms / 1000)) + ")"
+
+
+def turn_block(event: Event) -> str:
+    return f"[seq {event.seq}] {event.speaker_id}{stamp(event.ts_ms)}: {event.text}"
+
+
+def extract_messages(batch: Batch, carried: Sequence[str]) -> list[dict[str, str]]:
+    system = EXTRACT_SYSTEM
+    if carried:
+        names = ", ".join(json.dumps(n, ensure_ascii=False) for n in carried[-CARRYOVER_NAMES:])
+        system += f"\nNames earlier turns of this session settled (reuse their spelling): {names}"
+    turns = "\n\n".join(turn_block(event) for event in batch.events)
+    return [{"role": "system", "content": system}, {"role": "user", "content": turns}]
+
+
+def review_messages(event: Event, draft: dict[str, str], quote: str) -> list[dict[str, str]]:
+    shown = json.dumps({key: draft[key] for key in FACT_KEYS}, ensure_ascii=False)
+    user = f"{turn_block(event)}\n\nDraft of seq {event.seq}: {shown}\nIts quote: {quote}"
+    return [{"role": "system", "content": REVIEW_SYSTEM}, {"role": "user", "content": user}]
+
+
+def corrective_message(problems: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """The one path-addressed corrective turn (extract's machinery, v4 paths)."""
+    lines = "\n".join(f"- {path}: {why}" for path, why in problems)
+    return {
+        "role": "user",
+        "content": "Your answer broke the contract:\n"
+        + lines
+        + "\nAnswer again, the whole array, fixing only these.",
+    }
+
+
+def carry(carried: list[str], names: Sequence[str]) -> list[str]:
+    """The bounded oldest-first list of names later batches are offered."""
+    seen = set(carried)
+    for name in names:
+        if name not in seen:
+            seen.add(name)
+            carried.append(name)
+    return carried[-CARRYOVER_NAMES:]

@@ -1,0 +1,62 @@
+"""The Taguru source file one session becomes (SESSIONS.md §8).
+
+The passage is the session's turns, one block per turn headed by its handle,
+speaker and time, in seq order, so a Taguru citation points at the turn; every
+association carries the paragraph of the passage that holds its quote. Source id
+``session:{agent}:{id}``, ``date`` the first turn's time, tags for the agent and
+the project. Written through extract's writer, which re-parses its own bytes as
+import does; a session with drafts that writes no association is an error.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Sequence
+
+from taguru_ray.contract.items import Association
+from taguru_ray.contract.source_file import Header, Passage, SourceFile, render_source_file
+from taguru_ray.sessions.checks import Draft
+from taguru_ray.sessions.events import Event, Session
+from taguru_ray.sessions.prompt import stamp
+from taguru_ray.text.paragraphs import split_paragraphs
+
+
+def turn_heading(session: Session, event: Event) -> str:
+    return f"⟦{session.handle}#{event.seq} {event.speaker_id}{stamp(event.ts_ms)}⟧"
+
+
+def passage_of(session: Session, events: Sequence[Event]) -> tuple[str, dict[int, int]]:
+    """The passage text and, per seq, the passage paragraph its turn begins at."""
+    blocks: list[str] = []
+    first: dict[int, int] = {}
+    paragraphs = 0
+    for event in events:
+        block = f"{turn_heading(session, event)} {event.text.strip()}"
+        first[event.seq] = paragraphs
+        blocks.append(block)
+        paragraphs += len(split_paragraphs(block))
+    return "\n\n".join(blocks), first
+
+
+def tags_of(session: Session) -> tuple[str, ...]:
+    tags = [f"agent:{session.agent}"]
+    if session.cwd:
+        tags.append(f"project:{posixpath.basename(session.cwd.rstrip('/')) or session.cwd}")
+    return tuple(tag[:128] for tag in tags)
+
+
+def render(
+    session: Session, context_id: str, events: Sequence[Event], drafts: Sequence[Draft]
+) -> bytes:
+    text, first = passage_of(session, events)
+    date = session.started_ms // 1000 if session.started_ms is not None else None
+    associations = [
+        Association(d.fact.subject, d.fact.predicate, d.fact.value, 1.0, first[d.seq] + d.paragraph)
+        for d in drafts
+    ]
+    source = SourceFile(
+        Header(session.source, context_id),
+        Passage(text, date, tags_of(session)),
+        associations=associations,
+    )
+    return render_source_file(source, name=session.source)
