@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINT := taguru_ray tests $(wildcard benchmarks/*.py) $(wildcard jobs/*.py)
 
-.PHONY: demo bench-demo bench-matrix bench-context test lint venv clean
+.PHONY: demo bench-demo bench-matrix bench-context bench-sessions test lint venv clean
 
 venv: $(STAMP)
 
@@ -48,3 +48,8 @@ bench-matrix: $(STAMP)
 # latency, and how they grow (benchmarks/README.md); about 7 minutes on 2 cores.
 bench-context: $(STAMP)
 	$(BIN)/python -m benchmarks.context $(BENCH_ARGS)
+
+# The session index at 100 000 turns: import, search (Japanese, English, short words)
+# and show latency (benchmarks/README.md); about a minute and a half on 2 cores.
+bench-sessions: $(STAMP)
+	$(BIN)/python -m benchmarks.sessions $(BENCH_ARGS)

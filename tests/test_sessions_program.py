@@ -37,7 +37,8 @@ SESSION = Session(
 )  # fmt: skip
 GOOD = json.dumps([
     {"seq": 0, "quote": "デプロイスクリプトを build-release.sh に変更した",
-     "facts": [{"subject": "デプロイスクリプト", "predicate": "変更先", "value": "build-release.sh"}]},
+     "facts": [{"subject": "デプロイスクリプト", "predicate": "変更先",
+                "value": "build-release.sh"}]},
     {"seq": 1, "quote": "I swapped the release script for build-release.sh.",
      "facts": [{"subject": "release script", "predicate": "replaced by",
                 "value": "build-release.sh"}]},

@@ -21,6 +21,7 @@ verbs:
   search     rank a store's paragraphs against a query, as Taguru does
   evaluate   gate a context's retrieval and citations on eval.jsonl (exit 3 on a regression)
   serve      answer Taguru's HTTP API for an embedded context store (--store DIR)
+  sessions   import coding-agent sessions into a full-text index; list, search, show them
 
 taguru-ray <verb> --help shows a verb's options.
 """
@@ -79,5 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         from taguru_ray.cli.evaluate import main as evaluate_main
 
         return evaluate_main(rest)
+    if verb == "sessions":
+        from taguru_ray.cli.sessions import main as sessions_main
+
+        return sessions_main(rest)
     print(f"taguru-ray: unknown verb {verb!r}\n\n{USAGE}", end="", file=sys.stderr)
     return 2

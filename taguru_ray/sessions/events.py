@@ -15,7 +15,13 @@ Kind = Literal[
     "user_text", "assistant_text", "tool_call", "tool_result", "thinking", "system", "compaction"
 ]
 KINDS: tuple[str, ...] = (
-    "user_text", "assistant_text", "tool_call", "tool_result", "thinking", "system", "compaction",
+    "user_text",
+    "assistant_text",
+    "tool_call",
+    "tool_result",
+    "thinking",
+    "system",
+    "compaction",
 )
 Agent = Literal["claude-code", "codex", "openai-chat"]
 AGENTS: tuple[str, ...] = ("claude-code", "codex", "openai-chat")
@@ -68,6 +74,7 @@ class Session:
     branch: str | None = None  # git branch, when the agent recorded it
     model: str | None = None
     masked: tuple[str, ...] = field(default=())  # "line N: rule" per secret masked (--mask)
+    allowlist: str | None = None  # the allow-list it was converted under: "codex allow-list v1"
 
     @property
     def source(self) -> str:

@@ -1,0 +1,294 @@
+"""``taguru-ray sessions import | list | search | show | extract``: coding-agent sessions.
+
+Parsing and printing only; the store is `taguru_ray.sessions.index.SessionStore`, the
+converters `taguru_ray.sessions.convert`. Every verb takes ``--store DIR`` (a local
+folder: one SQLite file). Output lines about a turn start with its handle
+(``cc:<session_id>#<seq>``), so any line can be fed back to ``sessions show``.
+
+- ``import PATH… [--format F] [--mask] [--redact-rules FILE]``: files, or folders
+  walked for ``*.jsonl`` and ``*.json`` (recursively, in name order, hidden names
+  skipped), on any fsspec URL. stdout: one line per file stored (added, replaced or
+  unchanged — a file imported before with the same flags and rules is not even
+  converted again); stderr: one line per file refused or unreadable. Exit 0 all
+  stored, 1 any refused or unreadable, 2 usage.
+- ``list [--json]``, ``search QUERY [--limit N] [--agent A] [--json]``, ``show HANDLE
+  [--context N] [--json]``: exit 0 (a search with no hit too), 1 no store or no such
+  handle, 2 usage.
+
+The exit codes come from the errors' types (`taguru_ray.errors`), decided nowhere else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict
+from datetime import UTC, datetime
+
+import fsspec
+
+from taguru_ray import __version__
+from taguru_ray.cli.args import OneLineParser
+from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError
+from taguru_ray.sessions.events import AGENTS
+from taguru_ray.sessions.index import SessionStore
+from taguru_ray.sessions.index_query import query_words, split_words
+from taguru_ray.sessions.index_records import turn_handle
+from taguru_ray.text.redact import Rule, RulesError, parse_rules_file
+
+PREFIX = "taguru-ray: sessions: "
+SESSION_SUFFIXES = (".jsonl", ".json")
+
+USAGE = """\
+usage: taguru-ray sessions <import|list|search|show|extract> --store DIR [options]
+
+  import   convert session files (Claude Code, Codex, OpenAI chat) into the store's index
+  list     the stored sessions: handle, started, turns, facts, file
+  search   the turns holding every word of a query (substring, any script), best first
+  show     a turn and the turns around it, verbatim, by its handle
+  extract  with a model: facts with their turn and a verbatim quote, one source file each
+
+taguru-ray sessions <verb> --help shows its options.
+"""
+
+
+def main(argv: Sequence[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE, end="", file=sys.stdout if argv else sys.stderr)
+        return EXIT_OK if argv else EXIT_USAGE
+    verb, rest = argv[0], list(argv[1:])
+    if verb == "extract":  # extract's flags: it parses its own argv (cli/sessions_extract.py)
+        from taguru_ray.cli.sessions_extract import main as extract_main
+
+        return extract_main(rest)
+    run = VERBS.get(verb)
+    if run is None:
+        print(f"{PREFIX}unknown verb {verb!r} — try 'taguru-ray sessions --help'",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
+    parser = PARSERS[verb]()
+    try:
+        args = parser.parse_once(rest)
+    except SystemExit as exit_:
+        return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
+    if "://" in args.store:
+        print(f"{PREFIX}--store {args.store}: the store is one SQLite file, so a local folder "
+              "— the session files themselves may be URLs", file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
+    try:
+        return run(args)
+    except TaguruRayError as error:
+        print(f"{PREFIX}{error}", file=sys.stderr)
+        return error.exit_code
+
+
+# ---------------------------------------------------------------- parsers
+
+
+def _parser(verb: str, description: str) -> OneLineParser:
+    parser = OneLineParser(
+        prog=f"taguru-ray sessions {verb}", description=description, allow_abbrev=False,
+        label=f"sessions {verb}",
+    )  # fmt: skip
+    parser.add_argument("--store", metavar="DIR", required=True, help="the store's folder")
+    return parser
+
+
+def _import_parser() -> OneLineParser:
+    parser = _parser("import", "Convert session files into the store; every turn is indexed.")
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (fsspec URLs)")
+    parser.add_argument("--format", choices=AGENTS, help="skip detection: read every file so")
+    mask = "mask a secret found and keep the session (default: refuse the session)"
+    parser.add_argument("--mask", action="store_true", help=mask)
+    rules = "more secret rules, one name<TAB>regex a line (extract's --redact-rules)"
+    parser.add_argument("--redact-rules", metavar="FILE", help=rules)
+    return parser
+
+
+def _list_parser() -> OneLineParser:
+    parser = _parser("list", "The stored sessions, the earliest started first.")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    return parser
+
+
+def _search_parser() -> OneLineParser:
+    parser = _parser("search", "Turns holding every word of QUERY (substring, case-blind).")
+    parser.add_argument("query", metavar="QUERY", help='words; a "quoted phrase" stays whole')
+    parser.add_argument("--limit", metavar="N", type=int, default=20, help="hits (default 20)")
+    parser.add_argument("--agent", choices=AGENTS, help="only this agent's sessions")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    return parser
+
+
+def _show_parser() -> OneLineParser:
+    parser = _parser("show", "A turn and the turns around it, verbatim.")
+    parser.add_argument("handle", metavar="HANDLE", help="cc:<id>#<seq> (no #<seq>: all)")
+    parser.add_argument("--context", metavar="N", type=int, default=2,
+                        help="turns either side (default 2)")  # fmt: skip
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    return parser
+
+
+# ---------------------------------------------------------------- verbs
+
+
+def _import(args: argparse.Namespace) -> int:
+    rules, rules_sha256 = None, None
+    if args.redact_rules:
+        try:
+            with fsspec.open(args.redact_rules, "rb") as handle:
+                rules, rules_sha256 = parse_rules_file(handle.read(), path=args.redact_rules)
+        except (OSError, RulesError) as error:
+            print(f"{PREFIX}{error}", file=sys.stderr)
+            return EXIT_USAGE
+    files: list[tuple[str, fsspec.AbstractFileSystem, str]] = []
+    for path in args.paths:
+        try:
+            found = list(_session_files(path))
+        except FileNotFoundError:
+            print(f"{PREFIX}{path}: no such file or folder", file=sys.stderr)
+            return EXIT_USAGE
+        if not found:
+            print(f"{PREFIX}{path}: no session file (*.jsonl, *.json) in it", file=sys.stderr)
+        files.extend(found)
+    importer = _Importer(args.format, args.mask, rules, rules_sha256)
+    with SessionStore(args.store, create=True) as store:
+        stored = [importer.one(store, name, fs, path) for name, fs, path in files]
+    return EXIT_OK if files and all(stored) else EXIT_FAILED
+
+
+class _Importer:
+    """One file at a time: read, convert, put — or, when the store holds what converting
+    the same bytes the same way made before, say "unchanged" without converting."""
+
+    def __init__(
+        self, format: str | None, mask: bool, rules: list[Rule] | None, rules_sha256: str | None
+    ) -> None:
+        from taguru_ray.sessions.convert import ALLOWLISTS
+
+        self.format, self.mask, self.rules = format, mask, rules
+        # Everything besides the bytes that decides what a conversion makes.
+        self.settings = json.dumps([format, mask, rules_sha256, __version__,
+                                    sorted(a.tag for a in ALLOWLISTS.values())])  # fmt: skip
+
+    def one(self, store: SessionStore, name: str, fs: fsspec.AbstractFileSystem, path: str) -> bool:
+        """Import one file; False when it was unreadable or refused (said on stderr)."""
+        from taguru_ray.sessions.convert import SessionRefused, convert
+
+        try:
+            data = bytes(fs.cat_file(path))
+        except OSError as error:
+            print(f"{name}: cannot read it ({error})", file=sys.stderr)
+            return False
+        inputs = hashlib.sha256(f"{self.settings}\n".encode() + data).hexdigest()
+        seen = store.imported(inputs)
+        if seen is not None:
+            print(f"{name}: unchanged {seen.handle} ({_turns(seen.turns)})")
+            return True
+        try:
+            session = convert(data, file=name, format=self.format, mask=self.mask, rules=self.rules)
+        except SessionRefused as refusal:
+            print(str(refusal), file=sys.stderr)
+            return False
+        outcome = store.put(session, inputs=inputs)
+        count = len(session.masked)
+        masked = f", {count} secret{'s' if count > 1 else ''} masked" if count else ""
+        print(f"{name}: {outcome} {session.handle} ({_turns(len(session.events))}{masked})")
+        return True
+
+
+def _session_files(path: str) -> Iterator[tuple[str, fsspec.AbstractFileSystem, str]]:
+    """(name as shown, its filesystem, its path there) of each session file under PATH."""
+    fs, root = fsspec.core.url_to_fs(path)
+    if not fs.exists(root):
+        raise FileNotFoundError(path)
+    if not fs.isdir(root):
+        yield path, fs, root
+        return
+    root = root.rstrip("/")
+    for found in sorted(fs.find(root)):
+        relative = found[len(root) :].lstrip("/")
+        hidden = any(part.startswith(".") for part in relative.split("/"))
+        if relative.endswith(SESSION_SUFFIXES) and not hidden:
+            yield f"{path.rstrip('/')}/{relative}", fs, found
+
+
+def _list(args: argparse.Namespace) -> int:
+    with SessionStore(args.store) as store:
+        rows = store.sessions()
+    if args.json:
+        print(json.dumps({"sessions": [asdict(row) for row in rows]}, ensure_ascii=False))
+        return EXIT_OK
+    if not rows:
+        print(f"{PREFIX}the store holds no session yet", file=sys.stderr)
+    for row in rows:
+        facts = "-" if row.facts is None else str(row.facts)
+        print(f"{row.handle}  {_when(row.started_ms)}  {_turns(row.turns)}  facts {facts}"
+              f"  {row.file}")  # fmt: skip
+    return EXIT_OK
+
+
+def _search(args: argparse.Namespace) -> int:
+    with SessionStore(args.store) as store:
+        hits = store.search(args.query, limit=args.limit, agent=args.agent)
+    indexed, short = split_words(query_words(args.query))
+    if args.json:
+        body = {"query": args.query, "ranked": bool(indexed), "hits": [asdict(h) for h in hits]}
+        print(json.dumps(body, ensure_ascii=False))
+        return EXIT_OK
+    if short and not indexed:
+        print(f"{PREFIX}every word is under 3 characters: every turn was scanned, and the "
+              "hits are in session order, not ranked", file=sys.stderr)  # fmt: skip
+    if not hits:
+        print(f"{PREFIX}no turn holds {args.query!r}", file=sys.stderr)
+    for hit in hits:
+        print(f"{hit.handle}  {_when(hit.ts_ms)}  {hit.speaker_id}  {hit.snippet}")
+    return EXIT_OK
+
+
+def _show(args: argparse.Namespace) -> int:
+    with SessionStore(args.store) as store:
+        target = store.resolve(args.handle)
+        events = store.show(target, context=args.context)
+    if args.json:
+        turns = [{"handle": turn_handle(target.agent, target.session_id, e.seq), **asdict(e)}
+                 for e in events]  # fmt: skip
+        print(json.dumps({"handle": str(target), "turns": turns}, ensure_ascii=False))
+        return EXIT_OK
+    for index, event in enumerate(events):
+        tool = f" {event.tool.name}" if event.tool else ""
+        mark = "  ◀" if event.seq == target.seq else ""
+        handle = turn_handle(target.agent, target.session_id, event.seq)
+        if index:
+            print()
+        print(f"{handle}  {_when(event.ts_ms)}  {event.speaker_id}  {event.kind}{tool}{mark}")
+        print(event.text)
+    return EXIT_OK
+
+
+def _turns(count: int) -> str:
+    return f"{count} turn" if count == 1 else f"{count} turns"
+
+
+def _when(ts_ms: int | None) -> str:
+    """UTC ISO 8601 to the second; ``-`` when the agent recorded no time."""
+    if ts_ms is None:
+        return "-"
+    return datetime.fromtimestamp(ts_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+VERBS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "import": _import,
+    "list": _list,
+    "search": _search,
+    "show": _show,
+}
+PARSERS: dict[str, Callable[[], OneLineParser]] = {
+    "import": _import_parser,
+    "list": _list_parser,
+    "search": _search_parser,
+    "show": _show_parser,
+}
