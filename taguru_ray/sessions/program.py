@@ -267,7 +267,8 @@ class _Run:
         corrects: list[tuple[str, str]] | None,
     ) -> Program[str]:
         settings = self.task.settings
-        request = CompletionRequest(messages, max_tokens=settings.ladder.max_output_tokens)
+        # 0 is "unset": the server decides the length, as extract off the ladder does.
+        request = CompletionRequest(messages, max_tokens=settings.ladder.max_output_tokens or None)
         answered: Answered = yield Ask(request)
         completion = answered.completion
         text = completion.text if completion.outcome == "answer" else None

@@ -1,0 +1,200 @@
+"""`taguru-ray sessions extract` against the simulator, on Ray: importable source files whose
+every fact is quoted verbatim from its turn, scripted bad answers checked away, review
+flags beside unchanged drafts, a rerun that asks nothing, and a kill that costs only
+what was not checkpointed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from taguru_ray.cli import main as cli
+from taguru_ray.contract.names import CHECKPOINTS, TRACE, checkpoint_name, output_name
+from taguru_ray.contract.source_file import parse_source_file
+from taguru_ray.sessions.checks import collapse
+from taguru_ray.sessions.index import SessionStore
+from taguru_ray.simulate.harness import SimulatorProcess
+from tests.support import CONTEXT, REPO, Cli, assert_imports_whole
+
+FIXTURES = REPO / "tests" / "fixtures" / "sessions"
+
+
+def extract(cli_: Cli, store: Path, out: Path, *args: str, **popen: Any) -> Any:
+    command = [sys.executable, "-m", "taguru_ray", "sessions", "extract", "--store", str(store),
+               "--out", str(out), "--context", CONTEXT, "--address", cli_.address,
+               *args]  # fmt: skip
+    if popen:
+        return subprocess.Popen(command, env=cli_.env(), cwd=REPO, text=True, **popen)
+    return subprocess.run(command, env=cli_.env(), cwd=REPO, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+
+
+def trace_of(out: Path, source: str) -> list[dict[str, Any]]:
+    path = out / TRACE / output_name(source)
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    folder = tmp_path / "store"
+    assert cli(["sessions", "import", str(FIXTURES), "--store", str(folder), "--mask"]) == 1
+    return folder  # 1: the unknown-field fixture is refused, the rest stored
+
+
+def test_every_fact_is_quoted_verbatim_from_its_turn_and_the_folder_imports_whole(
+    cli: Cli, store: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    done = extract(cli, store, out)
+    assert done.returncode == 0, done.stderr
+    assert_imports_whole(str(out))
+    sessions = SessionStore(store)
+    facts = 0
+    for row in sessions.sessions():
+        session = sessions.session(row.agent, row.session_id)
+        turns = {event.seq: event.text for event in session.events}
+        parsed = parse_source_file((out / output_name(session.source)).read_bytes(), name="s")
+        assert parsed.header.id == session.source and parsed.header.context_id == CONTEXT
+        drafts = [line for line in trace_of(out, session.source) if line["type"] == "fact"]
+        assert len(drafts) == len(parsed.associations) == row_facts(sessions, row)
+        for draft in drafts:
+            assert collapse(draft["quote"]) in collapse(turns[draft["seq"]])
+        facts += len(drafts)
+        assert "AKIAIOSFODNN7EXAMPLE" not in (out / output_name(session.source)).read_text()
+    assert facts > 0
+    # A rerun over unchanged sessions asks the model nothing.
+    cli.simulator.reset()
+    again = extract(cli, store, out)
+    assert again.returncode == 0 and "unchanged" in again.stdout
+    assert cli.simulator.stats()["requests"] == 0
+
+
+def row_facts(store: SessionStore, row: Any) -> int:
+    return next(r.facts for r in store.sessions() if r.handle == row.handle)
+
+
+def test_scripted_bad_answers_are_removed_and_review_only_flags(
+    cli: Cli, tmp_path: Path
+) -> None:
+    chat = tmp_path / "chat.json"
+    chat.write_text(json.dumps([
+        {"role": "user", "content": "Please move the Deploy Script to build-release.sh."},
+        {"role": "assistant", "content": "I moved the Deploy Script to build-release.sh "
+                                         "because the Raspberry Pi would not start."},
+    ]), encoding="utf-8")  # fmt: skip
+    store = tmp_path / "store"
+    assert cli_import(store, chat) == 0
+    bad = [
+        {"seq": 0, "quote": "Please delete the Deploy Script", "facts": [
+            {"subject": "Deploy Script", "predicate": "target", "value": "build-release.sh"}]},
+        {"seq": 1, "quote": "I moved the Deploy Script to build-release.sh", "ok": True,
+         "facts": [{"subject": "Deploy Script", "predicate": "moved to", "value": "none"},
+                   {"subject": "Deploy Script", "predicate": "moved to",
+                    "value": "build-release.sh"}]},
+        {"seq": 1, "quote": "I moved the Deploy Script to build-release.sh",
+         "facts": [{"subject": "Deploy Script", "predicate": "moved to", "value": "N/A"},
+                   {"subject": "Deploy Script", "predicate": "moved to",
+                    "value": "build-release.sh"}]},
+        {"seq": 9, "quote": "x", "facts": [{"subject": "a", "predicate": "b", "value": "c"}]},
+    ]  # fmt: skip
+    cli.simulator.set_script([{"match": "[seq 0] user: Please move", "times": 1,
+                               "answer": json.dumps(bad)}])  # fmt: skip
+    out = tmp_path / "out"
+    done = extract(cli, store, out)
+    assert done.returncode == 0, done.stderr
+    assert_imports_whole(str(out))
+    source = SessionStore(store).sessions()[0]
+    name = f"session:{source.agent}:{source.session_id}"
+    trace = trace_of(out, name)
+    losses = {(line["path"], line["reason"]) for line in trace if line["type"] == "loss"}
+    assert losses == {
+        ("$[0].quote", "the quote is not verbatim in turn 0"),
+        ("$[1].ok", "a key outside the v4 contract"),
+        ("$[2].facts[0]", "value is padding ('N/A')"),
+        ("$[3]", "seq 9 is not a turn of this batch"),
+    }
+    parsed = parse_source_file((out / output_name(name)).read_bytes(), name="s")
+    assert [(a.subject, a.label, a.object) for a in parsed.associations] == [
+        ("Deploy Script", "moved to", "build-release.sh")]  # fmt: skip
+    # Review flagged the "because" in the quote's turn? Its quote has none: no flag, and the
+    # draft stands as the checks left it.
+    assert [line for line in trace if line["type"] == "flag"] == []
+
+
+def cli_import(store: Path, *paths: Path) -> int:
+    return cli(["sessions", "import", *map(str, paths), "--store", str(store)])
+
+
+@pytest.fixture(scope="module")
+def slow_simulator() -> Iterator[SimulatorProcess]:
+    with SimulatorProcess("--latency-ms", "300", "--slots", "2") as process:
+        yield process
+
+
+def test_a_killed_run_resumes_and_asks_only_what_was_not_checkpointed(
+    ray_address: str, slow_simulator: SimulatorProcess, tmp_path: Path
+) -> None:
+    runner = Cli(ray_address, slow_simulator)
+    chat = tmp_path / "long.json"
+    chat.write_text(json.dumps([
+        {"role": "user" if i % 2 == 0 else "assistant",
+         "content": f"Step {i}: the Worker{i} talks to Service{i} through Gateway{i}. "
+                    + "detail " * 600}
+        for i in range(16)
+    ]), encoding="utf-8")  # fmt: skip
+    store = tmp_path / "store"
+    assert cli_import(store, chat) == 0
+    source = f"session:openai-chat:{SessionStore(store).sessions()[0].session_id}"
+
+    clean = tmp_path / "clean"
+    slow_simulator.reset()
+    assert extract(runner, store, clean).returncode == 0
+    asked = slow_simulator.stats()["requests"]
+
+    out = tmp_path / "out"
+    slow_simulator.reset()
+    proc = extract(runner, store, out, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   start_new_session=True)  # fmt: skip
+    checkpoint = out / CHECKPOINTS / checkpoint_name(source)
+    deadline = time.monotonic() + 120
+    while units(checkpoint) < 3 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+    saved = units(checkpoint)
+    assert 3 <= saved < asked, "the kill did not land mid-session"
+    quiet(slow_simulator)
+
+    slow_simulator.reset()
+    rerun = extract(runner, store, out)
+    assert rerun.returncode == 0, rerun.stderr
+    assert slow_simulator.stats()["requests"] == asked - saved
+    assert (out / output_name(source)).read_bytes() == (clean / output_name(source)).read_bytes()
+
+
+def units(path: Path) -> int:
+    try:
+        return len(json.loads(path.read_text())["units"])
+    except (OSError, ValueError):
+        return 0
+
+
+def quiet(simulator: SimulatorProcess) -> None:
+    """Until nothing is in flight and no request came for a while (the killed run's last)."""
+    last, still = -1, 0
+    while still < 4:
+        time.sleep(0.5)
+        stats = simulator.stats()
+        if stats["requests"] == last and stats["in_flight"] == 0:
+            still += 1
+        else:
+            last, still = stats["requests"], 0
