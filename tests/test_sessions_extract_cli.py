@@ -58,7 +58,7 @@ def test_every_fact_is_quoted_verbatim_from_its_turn_and_the_folder_imports_whol
     assert done.returncode == 0, done.stderr
     assert_imports_whole(str(out))
     sessions = SessionStore(store)
-    facts = 0
+    facts = flags = 0
     for row in sessions.sessions():
         session = sessions.session(row.agent, row.session_id)
         turns = {event.seq: event.text for event in session.events}
@@ -69,13 +69,28 @@ def test_every_fact_is_quoted_verbatim_from_its_turn_and_the_folder_imports_whol
         for draft in drafts:
             assert collapse(draft["quote"]) in collapse(turns[draft["seq"]])
         facts += len(drafts)
-        assert "AKIAIOSFODNN7EXAMPLE" not in (out / output_name(session.source)).read_text()
-    assert facts > 0
+        fact_keys = {(d["seq"], d["subject"], d["predicate"], d["value"]) for d in drafts}
+        for flag in (line for line in trace_of(out, session.source) if line["type"] == "flag"):
+            flags += 1  # beside its draft, which stands unchanged
+            assert (flag["seq"], flag["subject"], flag["predicate"], flag["value"]) in fact_keys
+    assert facts > 0 and flags > 0
+    # The planted key was masked at import: no file extract wrote holds it, logs included.
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert b"AKIAIOSFODNN7EXAMPLE" not in path.read_bytes(), path
     # A rerun over unchanged sessions asks the model nothing.
     cli.simulator.reset()
     again = extract(cli, store, out)
     assert again.returncode == 0 and "unchanged" in again.stdout
     assert cli.simulator.stats()["requests"] == 0
+    # Replay answers from the attempts log offline, to the same bytes.
+    replayed = tmp_path / "replayed"
+    done = extract(cli, store, replayed, "--replay", "strict", "--replay-from",
+                   str(out / TRACE))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert cli.simulator.stats()["requests"] == 0
+    for path in out.glob("*.jsonl"):
+        assert (replayed / path.name).read_bytes() == path.read_bytes()
 
 
 def row_facts(store: SessionStore, row: Any) -> int:
