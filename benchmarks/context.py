@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results_file import write_result
 from taguru_ray.context.store import SqliteStore
 from taguru_ray.contract.items import Alias, Association, Question
 from taguru_ray.contract.source_file import Header, Passage, SourceFile, render_source_file
@@ -275,11 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     result["wall_seconds"] = round(time.monotonic() - began, 1)
     result["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0],
                          "sqlite": sqlite3.sqlite_version}  # fmt: skip
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    args.results_dir.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(result, indent=2, ensure_ascii=False) + "\n"
-    (args.results_dir / f"context-{stamp}.json").write_text(text, encoding="utf-8")
-    (args.results_dir / "context-latest.json").write_text(text, encoding="utf-8")
+    text = write_result(args.results_dir, "context", result)
     print(text, end="")
     return 0
 

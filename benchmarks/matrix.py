@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.corpus import write_corpus
+from benchmarks.results_file import write_result
 from taguru_ray.simulate.harness import SimulatorProcess
 
 REPO = Path(__file__).resolve().parents[1]
@@ -113,12 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="taguru-ray-matrix-") as work:
         result = run(args.segments, Path(work), args.latency_ms)
     result["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    args.results_dir.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(result, indent=2) + "\n"
-    (args.results_dir / f"matrix-{stamp}.json").write_text(text, encoding="utf-8")
-    if args.latency_ms == LATENCY_MS:  # the capacities; other runs keep their stamp
-        (args.results_dir / "matrix-latest.json").write_text(text, encoding="utf-8")
+    # The capacities make the kept file; other runs keep their stamp only.
+    text = write_result(args.results_dir, "matrix", result, latest=args.latency_ms == LATENCY_MS)
     print(text, end="")
     return 0
 

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.results_file import write_result
 from taguru_ray.sessions.convert import convert
 from taguru_ray.sessions.index import SessionStore
 from taguru_ray.sessions.index_records import turn_handle
@@ -229,11 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     result["wall_seconds"] = round(time.monotonic() - began, 1)
     result["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0],
                          "sqlite": sqlite3.sqlite_version}  # fmt: skip
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    args.results_dir.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(result, indent=2, ensure_ascii=False) + "\n"
-    (args.results_dir / f"sessions-{stamp}.json").write_text(text, encoding="utf-8")
-    (args.results_dir / "sessions-latest.json").write_text(text, encoding="utf-8")
+    text = write_result(args.results_dir, "sessions", result)
     print(text, end="")
     return 0
 

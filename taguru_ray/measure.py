@@ -142,3 +142,26 @@ def count(value: float | None, n: int) -> Count:
     if value is None:
         return Count(None, 0)
     return Count(float(value), n)
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One ``definitions`` entry: what a metric is, in which unit and shape, where from."""
+
+    unit: str
+    statistic: str  # distribution | ratio | count
+    scopes: tuple[str, ...]
+    description: str
+    source: str
+    caveat: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry's JSON object, keys in the contract's order."""
+        return {
+            "unit": self.unit,
+            "statistic": self.statistic,
+            "scopes": list(self.scopes),
+            "description": self.description,
+            "source": self.source,
+            "caveat": self.caveat,
+        }

@@ -14,6 +14,7 @@ RANKS = {
     "heap": 0,
     "text": 0,
     "contract": 0,
+    "sqlite_wal": 0,  # how the two SQLite stores open their files
     "measure": 0,  # Distribution / Ratio / Count, shared by benchmark and evaluate
     "evalset": 1,  # eval.jsonl, shared by evaluate and benchmark search
     "remote": 2,  # the client of any Taguru server

@@ -13,8 +13,9 @@ The vector tables are additive, so a store written before them opens as is.
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
+
+from taguru_ray.sqlite_wal import connect
 
 FILE_NAME = "taguru-context.sqlite3"
 SCHEMA_VERSION = "1"
@@ -149,15 +150,6 @@ CREATE TABLE IF NOT EXISTS vector_pending (
 
 def store_file(folder: str | Path) -> Path:
     return Path(folder) / FILE_NAME
-
-
-def connect(path: Path) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit), WAL, 30 s busy wait."""
-    conn = sqlite3.connect(path, isolation_level=None, timeout=30.0, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA busy_timeout=30000")
-    return conn
 
 
 def create(path: Path) -> None:

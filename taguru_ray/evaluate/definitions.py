@@ -20,9 +20,10 @@ the only ones a thresholds file may bound per case.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
+
+from taguru_ray.measure import Definition
 
 Statistic = Literal["distribution", "ratio"]
 
@@ -46,29 +47,6 @@ LANE_DENOMINATOR = (
     "counts only cases declaring both a structural and a relevance >= 1 source "
     "expectation whose passage lane completed"
 )
-
-
-@dataclass(frozen=True)
-class Definition:
-    """One ``definitions`` entry of evaluation.json."""
-
-    unit: str
-    statistic: Statistic
-    scopes: tuple[str, ...]
-    description: str
-    source: str
-    caveat: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The entry's JSON object, keys in the contract's order."""
-        return {
-            "unit": self.unit,
-            "statistic": self.statistic,
-            "scopes": list(self.scopes),
-            "description": self.description,
-            "source": self.source,
-            "caveat": self.caveat,
-        }
 
 
 def _per_case(unit: str, description: str, source: str, caveat: str | None = None) -> Definition:

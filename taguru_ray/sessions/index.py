@@ -43,6 +43,7 @@ from taguru_ray.sessions.index_records import (
     parse_handle,
     turn_handle,
 )
+from taguru_ray.sqlite_wal import connect
 
 Put = Literal["added", "replaced", "unchanged"]
 
@@ -61,7 +62,7 @@ class SessionStore:
                     f"'taguru-ray sessions import PATH… --store {folder}'"
                 )
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = index_schema.connect(self.path)
+        self._conn = connect(self.path)
         index_schema.create(self._conn, self.path)
 
     def close(self) -> None:

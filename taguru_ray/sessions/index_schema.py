@@ -81,15 +81,6 @@ def store_file(folder: str | Path) -> Path:
     return Path(folder) / FILE_NAME
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit), WAL, 30 s busy wait."""
-    conn = sqlite3.connect(path, isolation_level=None, timeout=30.0, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA busy_timeout=30000")
-    return conn
-
-
 def create(conn: sqlite3.Connection, path: Path) -> None:
     """Create the tables if missing; refuse a file of another schema."""
     conn.execute("BEGIN IMMEDIATE")

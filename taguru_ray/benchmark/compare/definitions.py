@@ -9,10 +9,9 @@ value; the CSV's `unit` column is read from here.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
 
 from taguru_ray.benchmark.compare.metrics import ATTEMPT_STATES
+from taguru_ray.measure import Definition
 
 CMD = ("cell", "model", "document")
 CM = ("cell", "model")
@@ -29,26 +28,6 @@ COUNT_CAVEAT = (
     "batch could not be read, is {null, 0}. At cell and model scope the distribution of that "
     "count over the scope's segments."
 )
-
-
-@dataclass(frozen=True)
-class Definition:
-    unit: str
-    statistic: str
-    scopes: tuple[str, ...]
-    description: str
-    source: str
-    caveat: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "unit": self.unit,
-            "statistic": self.statistic,
-            "scopes": list(self.scopes),
-            "description": self.description,
-            "source": self.source,
-            "caveat": self.caveat,
-        }
 
 
 def _attempts() -> dict[str, Definition]:

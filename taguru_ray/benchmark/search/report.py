@@ -14,11 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from taguru_ray.benchmark.compare.definitions import Definition
 from taguru_ray.benchmark.compare.identity import DEFAULT_MATCHING
 from taguru_ray.benchmark.search.corpora import CorpusBlock
 from taguru_ray.evalset import DEFAULT_LIMIT
-from taguru_ray.measure import Distribution, MetricValue, ratio
+from taguru_ray.measure import Definition, Distribution, MetricValue, ratio
 
 VERSION_KEY = "benchmark_retrieval"
 VERSION = 3
