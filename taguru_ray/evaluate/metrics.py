@@ -14,22 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from taguru_ray.evaluate.definitions import case_values
+from taguru_ray.evaluate.definitions import CASE_METRICS, case_values
 from taguru_ray.measure import Distribution, MetricValue, ratio
 
-# Per-case values, by metric name (definitions.CASE_METRICS in the catalog's order).
-PER_CASE = (
-    "recall.recall_at_k",
-    "recall.mrr",
-    "recall.ndcg",
-    "coverage.concepts",
-    "coverage.labels",
-    "coverage.associations",
-    "citations.recall",
-    "citations.locator_validity",
-    "latency.passage_ms",
-    "diversity.sources",
-)
 BUDGET_OMISSIONS = ("budget_exceeded", "contradiction_group_exceeds_budget")
 
 
@@ -38,7 +25,7 @@ def build_metrics(
 ) -> dict[str, MetricValue]:
     metrics: dict[str, MetricValue] = {}
     values = [case_values(case) for case in cases]
-    for name in PER_CASE:
+    for name in CASE_METRICS:
         metrics[name] = Distribution.of(v[name] for v in values)
 
     structural = [case["structural"] for case in cases if "structural" in case]
