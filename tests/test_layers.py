@@ -32,6 +32,7 @@ RANKS = {
     "serve": 5,  # its HTTP server
     "sessions": 1,  # agent sessions: converters, index, the extraction program (pure + sqlite)
     "cli": 6,
+    "api": 6,  # the Python API: extract() -> RunResult, over the engine
     "__main__": 7,
     "__init__": 7,
 }

@@ -11,6 +11,7 @@ import ipaddress
 import logging
 import socket
 from collections.abc import Mapping
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import ray
@@ -172,10 +173,25 @@ def _reachable(address: str) -> None:
 
 
 def extract(settings: Settings, console: Console, staged: Mapping[str, bytes] | None = None) -> int:
-    """A real run: lock --out, start or join Ray, extract, summarise. `staged`: the run's
-    segments in memory, by source name (agent sessions), instead of the input paths."""
+    """A real run (`execute`) or a dry one; the exit code."""
     if settings.run.dry_run:
         return dry_run(settings, console)
+    return execute(settings, console, staged).exit_code
+
+
+@dataclass(frozen=True)
+class Executed:
+    """A run that happened: its exit code and the run, for what the Python API reports."""
+
+    exit_code: int
+    run: ExtractRun
+
+
+def execute(
+    settings: Settings, console: Console, staged: Mapping[str, bytes] | None = None
+) -> Executed:
+    """A real run: lock --out, start or join Ray, extract, summarise. `staged`: the run's
+    segments in memory, by source name (agent sessions), instead of the input paths."""
     for line in settings.notes:
         console.err(f"{MESSAGE_PREFIX}{line}")
     inputs = load_run_inputs(settings)  # before the lock: nothing written yet
@@ -198,7 +214,7 @@ def extract(settings: Settings, console: Console, staged: Mapping[str, bytes] | 
         try:
             started = start_ray(settings.scale.address)
             try:
-                return asyncio.run(run.run())
+                return Executed(asyncio.run(run.run()), run)
             finally:
                 if started:
                     ray.shutdown()

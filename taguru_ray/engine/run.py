@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Container
 from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any
 
 import ray
@@ -94,6 +95,8 @@ class ExtractRun:
         self.sources = sources
         self.run_id = new_run_id()
         self.tally = Tally(total=len(sources))
+        self.segments: dict[int, SegmentRow] = {}  # what the Python API hands back
+        self.stats: dict[str, Any] = {}
         self.window = SegmentWindow(settings.scale.segment_window, self._existing_contribution)
         self.progress = Progress(
             mode_for(settings.records.progress, sys.stderr),
@@ -303,6 +306,7 @@ class ExtractRun:
         )
 
     def _skip(self, scanned: Scanned, gaps: list[str]) -> None:
+        self.segments[scanned.index] = SegmentRow(scanned.source, "unchanged")
         self.reached = scanned.index + 1
         self.tally.unchanged += 1
         lines = [("out", skip_line(scanned.source))]
@@ -311,6 +315,9 @@ class ExtractRun:
         self.window.skipped(scanned.index)
 
     def _refused(self, scanned: Scanned) -> None:
+        self.segments[scanned.index] = SegmentRow(
+            scanned.source, "failed", None, (scanned.refusal or "unreadable",)
+        )
         self.reached = scanned.index + 1
         self.tally.failed += 1
         why = scanned.refusal or "unreadable"
@@ -422,6 +429,9 @@ class ExtractRun:
             self.tally.failed += 1
             self._send_settled([(job.index, Contribution())])  # a failed one settles nothing
         self.report.add(job.index, lines)
+        self.segments[job.index] = SegmentRow(
+            job.source, outcome.status, outcome.report, tuple(outcome.notes), outcome.completions
+        )
         self.window.finish(job.index, outcome.contribution)
 
     async def _run_on_a_worker(self, job: SegmentJob) -> SegmentOutcome:
@@ -526,6 +536,8 @@ class ExtractRun:
             worker.set_deadline.remote(deadline)
 
     def _trap_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # a run from a thread (the Python API in a notebook): the caller's signals
         loop = asyncio.get_running_loop()
         for number in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(number, self._on_signal)
@@ -582,6 +594,7 @@ class ExtractRun:
         return stats
 
     def _summary(self, stats: dict[str, Any]) -> int:
+        self.stats = stats
         tally = self.tally
         tail = STOPPED_TAIL if self.stopping else ""
         self.console.out(  # stdout, as seed 000's: scripts parse it
@@ -600,6 +613,17 @@ class ExtractRun:
                 f"{FAILURE_PREFIX}stopped after reaching {self.reached} of {tally.total} segment(s)"
             )
         return exit_code(tally.failed + int(self.store_failed), self.stopping)
+
+
+@dataclass(frozen=True)
+class SegmentRow:
+    """How one segment ended in this run, as the Python API reports it."""
+
+    source: str
+    status: str  # written | unchanged | failed | interrupted
+    report: str | None = None  # the stdout line of a written segment
+    notes: tuple[str, ...] = ()  # its stderr lines, the failure line last
+    completions: int = 0
 
 
 def gateway_record(run_id: str, stats: dict[str, Any]) -> dict[str, Any]:

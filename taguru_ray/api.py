@@ -1,0 +1,156 @@
+"""taguru-ray from Python: `extract` returns a `RunResult` instead of an exit code.
+
+    import taguru_ray
+    result = taguru_ray.extract(["docs/"], out="out/", context="5b0d…", model="qwen")
+    result.written, result.exit_code, [s.status for s in result.segments]
+
+Settings are the CLI's, by their names (``model``, ``max_inflight``, ``carryover``…,
+as `taguru-ray extract --help` lists them without the dashes); the environment and
+``config`` (a ``--config`` file) fill the rest, as for the CLI. It runs where it is
+called: from a script, from a thread, from a notebook whose event loop is running
+(the run gets a thread of its own), and inside a Ray task or job (it joins the
+running Ray and never shuts down a Ray it did not start). Lines the CLI would print
+go to `RunResult.lines`, or to ``echo`` when given. A bad setting raises `UsageError`;
+a run that cannot start, `StartupError` — what the CLI turns into exit 2 and 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from taguru_ray.contract.names import TRACE, attempts_name, join, output_name
+from taguru_ray.errors import UsageError
+
+NOT_REACHED = "not reached"  # a stopped run's segments it never started
+
+
+@dataclass(frozen=True)
+class SegmentResult:
+    """How one input ended: ``written``, ``unchanged``, ``failed``, ``interrupted`` or
+    ``not reached``, where its files are, and what the CLI printed about it."""
+
+    source: str
+    status: str
+    output: str  # the source file's path or URL in --out (written or kept)
+    attempts_log: str  # its attempts log
+    report: str | None = None
+    notes: tuple[str, ...] = ()
+    completions: int = 0
+
+
+@dataclass(frozen=True)
+class RunResult:
+    exit_code: int  # the CLI's: 0, 1 a segment failed, 130 stopped
+    run_id: str
+    out: str
+    segments: tuple[SegmentResult, ...]
+    completions: int
+    requests: int
+    input_tokens: int
+    output_tokens: int
+    stopped: bool
+    lines: tuple[str, ...] = field(default=(), repr=False)  # what the CLI would have printed
+
+    def _count(self, status: str) -> int:
+        return sum(1 for segment in self.segments if segment.status == status)
+
+    @property
+    def written(self) -> int:
+        return self._count("written")
+
+    @property
+    def unchanged(self) -> int:
+        return self._count("unchanged")
+
+    @property
+    def failed(self) -> int:
+        return self._count("failed")
+
+
+def extract(
+    paths: str | Sequence[str],
+    *,
+    out: str,
+    context: str,
+    echo: Callable[[str], None] | None = None,
+    **settings: Any,
+) -> RunResult:
+    """Extract `paths` into `out` for `context`; the run's result. See the module doc."""
+    flags = _flags([paths] if isinstance(paths, str) else list(paths), out, context, settings)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _run(flags, echo)
+    # A running loop (a notebook, an async app): asyncio.run cannot nest, so the run
+    # gets a thread of its own, and this call waits for it as a plain call would.
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="taguru-ray") as pool:
+        return pool.submit(_run, flags, echo).result()
+
+
+def _flags(paths: list[str], out: str, context: str, settings: Mapping[str, Any]) -> dict[str, Any]:
+    from taguru_ray.cli.extract import build_parser
+
+    known = {action.dest for action in build_parser()._actions} - {"help", "steps"}
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise UsageError(
+            f"unknown setting(s) {', '.join(unknown)} — the names are extract's "
+            "flags without the dashes (taguru-ray extract --help)"
+        )
+    flags: dict[str, Any] = dict.fromkeys(known)
+    flags.update(settings, paths=paths, out=out, context=context)
+    if flags.get("dry_run"):
+        raise UsageError("dry_run: plan with `taguru-ray extract --dry-run`; extract() runs")
+    return flags
+
+
+def _run(flags: dict[str, Any], echo: Callable[[str], None] | None) -> RunResult:
+    from taguru_ray.engine.driver import execute
+    from taguru_ray.engine.scan import Console
+    from taguru_ray.settings import resolve_settings
+    from taguru_ray.store.config_file import read_config_file
+
+    lines: list[str] = []
+
+    def say(line: str) -> None:
+        lines.append(line)
+        if echo is not None:
+            echo(line)
+
+    settings = resolve_settings(flags, os.environ, read_config_file)
+    executed = execute(settings, Console(say, say))
+    run = executed.run
+    out = settings.source.out
+    trace = join(out, TRACE)
+    segments = []
+    for index, source in enumerate(run.sources):
+        row = run.segments.get(index)
+        segments.append(
+            SegmentResult(
+                source,
+                row.status if row else NOT_REACHED,
+                join(out, output_name(source)),
+                f"{trace}/{attempts_name(source)}",
+                row.report if row else None,
+                row.notes if row else (),
+                row.completions if row else 0,
+            )
+        )
+    stats = run.stats
+    return RunResult(
+        exit_code=executed.exit_code,
+        run_id=run.run_id,
+        out=out,
+        segments=tuple(segments),
+        completions=int(stats.get("attempts", 0)),
+        requests=int(sum(stats.get("outcomes", {}).values())),
+        input_tokens=int(stats.get("input_tokens", 0)),
+        output_tokens=int(stats.get("output_tokens", 0)),
+        stopped=run.stopping,
+        lines=tuple(lines),
+    )
