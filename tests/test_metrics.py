@@ -218,7 +218,7 @@ def test_the_verb_prints_the_tables_and_writes_one_parquet_file_each(tmp_path: P
     for title in ("summary — ", "loss — ", "ladder moves", "cost — ", "compare — this --out"):
         assert title in result.stdout
     names = sorted(path.stem for path in parquet.glob("*.parquet"))
-    assert names == sorted([*TABLES, "cost", "failed", "compare"])
+    assert names == sorted([*TABLES, "cost", "failed", "compare", "requests"])
     summary = pq.read_table(parquet / "summary.parquet")
     assert summary.schema.field("cost_usd").type == "double"
     assert summary.column("name").to_pylist() == ["docs/alpha.md", "docs/beta.md", "run"]

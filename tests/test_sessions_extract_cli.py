@@ -97,9 +97,7 @@ def row_facts(store: SessionStore, row: Any) -> int:
     return next(r.facts for r in store.sessions() if r.handle == row.handle)
 
 
-def test_scripted_bad_answers_are_removed_and_review_only_flags(
-    cli: Cli, tmp_path: Path
-) -> None:
+def test_scripted_bad_answers_are_removed_and_review_only_flags(cli: Cli, tmp_path: Path) -> None:
     chat = tmp_path / "chat.json"
     chat.write_text(json.dumps([
         {"role": "user", "content": "Please move the Deploy Script to build-release.sh."},

@@ -2,7 +2,9 @@
 [--parquet DIR]``.
 
 Parsing and file access only; the fold is `taguru_ray.tools.metrics`, the
-tables `taguru_ray.tools.metric_tables`. Exit codes: 0 the tables were
+tables `taguru_ray.tools.metric_tables`. --parquet also writes
+``requests.parquet`` (`taguru_ray.tools.request_table`): one row per completion
+of the OUTs' attempts logs, numbers and names only. Exit codes: 0 the tables were
 printed (a failed segment is a row, not an error); 1 an OUT holds no records,
 or the Parquet files could not be written; 2 a usage error, a missing OUT or
 a bad --prices or --ledger file.
@@ -29,6 +31,7 @@ from taguru_ray.tools.metrics import (
     load_prices,
 )
 from taguru_ray.tools.records import unreadable_note
+from taguru_ray.tools.request_table import request_table
 from taguru_ray.tools.tables import render_all, write_parquet
 
 PROG = "taguru-ray metrics"
@@ -41,6 +44,12 @@ LEDGER_HELP = (
 PRICES_HELP = (
     'a JSON file of dollars per one million tokens per model, {"<model>": {"input": 0.15, '
     '"output": 0.6}}; the model is the one each run\'s settings record names'
+)
+
+PARQUET_HELP = (
+    "also write one <table>.parquet per table, and requests.parquet: one row per completion "
+    "of the OUTs' attempts logs (run_id, source, piece_id, stage, state, rung, tokens, "
+    "elapsed_seconds, replayed, ...; never the messages or the answer)"
 )
 
 
@@ -68,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--ledger", metavar="FILE", help=LEDGER_HELP)
     parser.add_argument("--compare", metavar="OTHER_OUT", help="print this OUT minus OTHER_OUT")
     parser.add_argument("--prices", metavar="FILE", help=PRICES_HELP)
-    parser.add_argument("--parquet", metavar="DIR", help="also write one <table>.parquet per table")
+    parser.add_argument("--parquet", metavar="DIR", help=PARQUET_HELP)
     return parser
 
 
@@ -95,7 +104,7 @@ def main(argv: Sequence[str]) -> int:
         print(note)
     if args.parquet:
         try:
-            write_parquet(made, args.parquet)
+            write_parquet([*made, request_table(this)], args.parquet)
         except OSError as error:
             print(f"{PREFIX}writing Parquet to {args.parquet}: {error}", file=sys.stderr)
             return EXIT_FAILED
