@@ -84,5 +84,5 @@ def main(argv: list[str] | None = None) -> int:
         from taguru_ray.cli.sessions import main as sessions_main
 
         return sessions_main(rest)
-    print(f"taguru-ray: unknown verb {verb!r}\n\n{USAGE}", end="", file=sys.stderr)
+    print(f"taguru-ray: unknown verb {verb!r} — try 'taguru-ray --help'", file=sys.stderr)
     return 2

@@ -14,7 +14,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from taguru_ray.cli.args import parse, write_report
+from taguru_ray.cli.args import OneLineParser, parse, write_report
 from taguru_ray.contract.names import join
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.tools.anchoring import judge_files, render_text
@@ -26,8 +26,9 @@ DEFAULT_LIST = 3
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=PROG,
+        label="anchoring",
         description="Judge written source files against their own passage text: the strict "
         "and alias-group anchoring rates (subject and object in the cited paragraph, else the "
         "whole passage) and locator validity, per source file and overall. Read the strict rate "

@@ -29,7 +29,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from taguru_ray.cli.args import parse
+from taguru_ray.cli.args import OneLineParser, parse
 from taguru_ray.context.embeddings import embedder_from_env
 from taguru_ray.context.importer import ImportRefusal, read_stream
 from taguru_ray.context.store import SqliteStore
@@ -43,8 +43,9 @@ NOT_SOURCE_FILES = frozenset({"diagnostics.jsonl"})
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="taguru-ray import",
+        label="import",
         description="Import source files into an embedded Taguru context store (--store) or "
         "a Taguru server (--url). A refused file applies nothing.",
         allow_abbrev=False,

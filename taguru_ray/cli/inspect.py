@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import fsspec
 
-from taguru_ray.cli.args import parse
+from taguru_ray.cli.args import OneLineParser, parse
 from taguru_ray.contract.names import INSPECT_VERB as VERB
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.tools.inspect import Filter, build_report
@@ -27,8 +27,9 @@ PREFIX = f"{VERB.replace(' ', ': ')}: "
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=VERB,
+        label=VERB.removeprefix("taguru-ray "),
         description="Read one segment's attempts log (<out>/.extract-trace/<stem>.attempts.jsonl)"
         ": one line per completion in issue order, the ladder's moves, a tally, and the piece "
         "to open next. --piece/--paragraph print those attempts with the piece as sent, the "

@@ -12,11 +12,10 @@ a bad --prices or --ledger file.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
-from taguru_ray.cli.args import parse
+from taguru_ray.cli.args import OneLineParser, parse
 from taguru_ray.contract.names import TRACE
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, TaguruRayError, UsageError
 from taguru_ray.store.inputs import read_regular
@@ -57,8 +56,9 @@ class NoRecords(TaguruRayError):
     """An OUT with no trace or attempts log: nothing to fold."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> OneLineParser:
+    parser = OneLineParser(
+        label="metrics",
         prog=PROG,
         description="Fold extract --out folders' trace and attempts logs into metric tables per "
         "segment, context, group and run (each extract invocation, and all of them): loss "

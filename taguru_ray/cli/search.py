@@ -21,7 +21,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from taguru_ray.cli.args import parse
+from taguru_ray.cli.args import OneLineParser, parse
 from taguru_ray.context.api import ContextError
 from taguru_ray.context.embeddings import embedder_from_env
 from taguru_ray.context.schema import store_file
@@ -33,12 +33,13 @@ SHOWN_CHARS = 160
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="taguru-ray search",
+        label="search",
         description="Search an embedded context store's paragraphs (BM25, as Taguru ranks them).",
         allow_abbrev=False,
     )
-    parser.add_argument("query", metavar="QUERY")
+    parser.add_argument("query", metavar="QUERY", help="the words to rank paragraphs against")
     parser.add_argument("--store", metavar="DIR", required=True, help="the store's folder")
     parser.add_argument("--context", metavar="NAME", help="needed when the store holds several")
     parser.add_argument("--limit", metavar="N", type=int, default=10, help="hits (default 10)")

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from taguru_ray.cli.args import OneLineParser
 from taguru_ray.context.embeddings import embedder_from_env
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.serve import ServeConfig, serve
@@ -120,8 +121,9 @@ def _port(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog=PROG,
+        label="serve",
         description="Answer Taguru's HTTP API (search, resolve, query, citations, import) "
         "for an embedded context store.",
         epilog=EPILOG,

@@ -10,6 +10,11 @@ extract's own prompt or passage (``--questions``, ``--chunk-context``, ``--tag``
 each written session's fact count goes back to the store (``sessions list``).
 Exit codes are extract's: 0, 1 a session failed (a rerun resumes at its break),
 2 usage, 130 stopped.
+
+Its own flags: ``--store DIR`` the session store (give it once); ``--agent A`` only
+that agent's sessions (claude-code, codex, openai-chat; repeatable); ``--session H``
+only that session, by handle or id (repeatable). Every other flag is extract's:
+``taguru-ray extract --help`` lists them.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from taguru_ray.cli.args import OneLineParser
 from taguru_ray.simulate import (
     FAULT_KINDS,
     FaultKind,
@@ -37,9 +38,10 @@ def main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
         rates = fault_rates(args.fault_rate)
     except ScriptError as exc:
-        parser.print_usage(sys.stderr)
-        print(f"{PROG}: error: argument --fault-rate: {exc}", file=sys.stderr)
-        return 2
+        try:
+            parser.error(f"argument --fault-rate: {exc}")
+        except SystemExit as exit_:
+            return exit_.code if isinstance(exit_.code, int) else 2
     except SystemExit as exc:  # argparse's usage error (2) or --help (0)
         return exc.code if isinstance(exc.code, int) else 2
     config = SimulatorConfig(
@@ -76,8 +78,9 @@ def _announce(base_url: str) -> None:
     print(base_url, flush=True)
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+def _parser() -> OneLineParser:
+    p = OneLineParser(
+        label="simulate",
         prog=PROG,
         description="An OpenAI-compatible model simulator on loopback (not a model).",
         epilog=VARY_EPILOG,

@@ -15,7 +15,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from taguru_ray.cli.args import parse, write_report
+from taguru_ray.cli.args import OneLineParser, parse, write_report
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.tools.records import source_files
 from taguru_ray.tools.verify import render_text, verify_files
@@ -25,8 +25,9 @@ PREFIX = "taguru-ray: verify: "
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=PROG,
+        label="verify",
         description="Check an out folder as `taguru import` of the whole folder would read it: "
         "every source file in name order parses, no alias rewires a name an earlier file "
         "settled on, every alias's canonical resolves, source ids are unique and every file "
