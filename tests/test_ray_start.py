@@ -41,6 +41,8 @@ def test_a_head_that_refuses_the_driver_is_one_startup_line(
     port = listener.getsockname()[1]
     monkeypatch.setattr(driver.ray, "is_initialized", lambda: False)
     monkeypatch.setattr(driver.ray, "init", refuse)
+    # The bare listener stands in for a head: it answers the gRPC greeting as one would.
+    monkeypatch.setattr(driver, "_answers_http2", lambda connection: True)
     try:
         with pytest.raises(StartupError) as refused:
             driver.start_ray(f"127.0.0.1:{port}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -115,6 +116,13 @@ def _loopback(host: str) -> bool:
 
 JOIN_TIMEOUT_S = 15.0  # a head that does not answer a TCP connect by then is not there
 
+# HTTP/2's client preface and an empty SETTINGS frame. Ray's GCS (and the Ray Client
+# server behind ray://) speak gRPC, so they answer with a SETTINGS frame of their own;
+# a dashboard, a database or any other service on that port does not, and ray.init()
+# would retry such an address for many minutes.
+_HTTP2_GREETING = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+_SETTINGS_FRAME = 0x04
+
 
 def start_ray(address: str | None) -> bool:
     """Connect to `address` (--address or RAY_ADDRESS), or start a local Ray; True when this
@@ -122,9 +130,10 @@ def start_ray(address: str | None) -> bool:
 
     With no address a new local Ray is started — never whatever cluster Ray's
     current-cluster file names, whose head may be long dead. A head that does
-    not accept a connection within JOIN_TIMEOUT_S, or that refuses this driver
-    (a cluster that needs a token), is one `StartupError` line, never a hang or a
-    traceback; a Ctrl+C meanwhile ends the run at once.
+    not accept a connection within JOIN_TIMEOUT_S, a port where something other
+    than a Ray head answers, or a head that refuses this driver (a cluster that
+    needs a token) is one `StartupError` line, never a hang or a traceback; a
+    Ctrl+C meanwhile ends the run at once.
     """
     if ray.is_initialized():
         return False
@@ -154,22 +163,60 @@ def start_ray(address: str | None) -> bool:
 
 
 def _reachable(address: str) -> None:
-    """A TCP connect to the head, bounded: Ray's own join retries for minutes."""
+    """A TCP connect to the head and a gRPC greeting, each bounded by JOIN_TIMEOUT_S: Ray's
+    own join retries for minutes, at a port where nothing listens and at one where
+    something other than a Ray head does."""
     target = address.removeprefix("ray://")
     if target in ("auto", "local") or ":" not in target:
         return
     host, _, port = target.rpartition(":")
-    if not port.isdigit():
-        raise StartupError(f"--address {address}: expected HOST:PORT (or ray://HOST:PORT)")
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=JOIN_TIMEOUT_S).close()
-    except OSError as error:
-        why = "no answer" if isinstance(error, TimeoutError) else (error.strerror or str(error))
+    if "://" in host or not port.isdigit():
         raise StartupError(
-            f"--address {address}: no Ray head answers there ({why} within "
-            f"{JOIN_TIMEOUT_S:g} s) — start the cluster, or drop --address (and RAY_ADDRESS) to "
-            "run on a local Ray"
+            f"--address {address}: expected HOST:PORT (or ray://HOST:PORT) of the head — an "
+            "http:// address is the dashboard's, for `ray job submit`"
+        )
+    try:
+        with socket.create_connection(
+            (host.strip("[]"), int(port)), timeout=JOIN_TIMEOUT_S
+        ) as connection:
+            speaks_grpc = _tls() or _answers_http2(connection)
+    except OSError as error:
+        why = (
+            f"no answer within {JOIN_TIMEOUT_S:g} s"
+            if isinstance(error, TimeoutError)
+            else (error.strerror or str(error))
+        )
+        raise StartupError(
+            f"--address {address}: no Ray head answers there ({why}) — start the cluster, "
+            "or drop --address (and RAY_ADDRESS) to run on a local Ray"
         ) from None
+    if not speaks_grpc:
+        raise StartupError(
+            f"--address {address}: something answers there, but not a Ray head (no gRPC) — "
+            "give the head's GCS port (6379 unless `ray start --port` said otherwise), or "
+            "ray://HOST:10001 for Ray Client"
+        )
+
+
+def _answers_http2(connection: socket.socket) -> bool:
+    """Whether the peer answers HTTP/2's greeting with a SETTINGS frame, as a gRPC server
+    does; a peer that stays silent for JOIN_TIMEOUT_S or closes does not."""
+    try:
+        connection.sendall(_HTTP2_GREETING)
+        header = b""
+        while len(header) < 9:  # a frame header: length (3), type (1), flags (1), stream (4)
+            chunk = connection.recv(9 - len(header))
+            if not chunk:
+                return False
+            header += chunk
+    except (TimeoutError, ConnectionError):  # silent, or reset: not a gRPC server
+        return False
+    return header[3] == _SETTINGS_FRAME
+
+
+def _tls() -> bool:
+    """Ray's own TLS switch: the greeting would be plaintext to a TLS port, so it is skipped."""
+    return os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true")
 
 
 def extract(settings: Settings, console: Console, staged: Mapping[str, bytes] | None = None) -> int:
