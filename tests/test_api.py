@@ -90,6 +90,10 @@ def test_from_a_running_loop_a_thread_and_a_ray_task_as_the_cli_does(
     again = taguru_ray.extract(str(docs), out=str(tmp_path / "loop"), context=CONTEXT,
                                address=cli.address)  # fmt: skip
     assert again.unchanged == 2 and again.completions == 0
+    # The caller's Ray lives on; the runs' actors do not (their processes end).
+    from tests.test_scale_cli import no_segment_workers_left
+
+    no_segment_workers_left()
 
 
 def test_an_unknown_setting_is_named_before_anything_runs(tmp_path: Path) -> None:

@@ -250,9 +250,11 @@ def test_each_variable_is_declared_once_and_every_one_read_is_declared() -> None
     for path in package.rglob("*.py"):
         quoted |= set(re.findall(r'"((?:TAGURU|RAY)_[A-Z_]*[A-Z])"', path.read_text()))
     # A Taguru server's and client's own variables are declared apart, once.
+    from taguru_ray.contract.ray_variables import RAY_VARIABLES
     from taguru_ray.contract.server_variables import SERVER_VARIABLES
 
-    assert quoted - {"TAGURU_EXTRACT_", "TAGURU_RAY_"} <= set(variables) | set(SERVER_VARIABLES)
+    declared = set(variables) | set(SERVER_VARIABLES) | set(RAY_VARIABLES)
+    assert quoted - {"TAGURU_EXTRACT_", "TAGURU_RAY_"} <= declared
 
 
 def test_the_lease_and_progress_periods_are_settings() -> None:

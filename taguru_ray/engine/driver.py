@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import ray
 
 from taguru_ray.contract.names import join, output_name
+from taguru_ray.contract.ray_variables import USE_TLS
 from taguru_ray.engine.run import ExtractRun
 from taguru_ray.engine.run_inputs import load_run_inputs
 from taguru_ray.engine.scan import Console, Tally, scan, skip_line
@@ -216,7 +217,7 @@ def _answers_http2(connection: socket.socket) -> bool:
 
 def _tls() -> bool:
     """Ray's own TLS switch: the greeting would be plaintext to a TLS port, so it is skipped."""
-    return os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true")
+    return os.environ.get(USE_TLS, "0").lower() in ("1", "true")
 
 
 def extract(settings: Settings, console: Console, staged: Mapping[str, bytes] | None = None) -> int:

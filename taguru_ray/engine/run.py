@@ -15,6 +15,7 @@ worker deaths, the stop and the summary share one event loop and its state.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -181,46 +182,59 @@ class ExtractRun:
             if settings.records.diagnostics_out
             else None
         )
-        self.workers = [
-            SegmentWorker.options(**self._worker_placement()).remote(i, settings, self.run_id)
-            for i in range(settings.scale.workers)
-        ]
-        self.batches = [WorkerBatches(worker) for worker in self.workers]
-        self.watchdog = Watchdog(self.workers, settings.scale.worker_hang_secs, self.console.err)
-        self._trap_signals()
-        # The early settling hands over at its next segment; the loop goes on from there.
-        self._handover.set()
-        await asyncio.wrap_future(self._early)
-        heap.settle()  # the manifest is in: out of every later collection's walk
-        watcher = asyncio.create_task(self._watch())
-        watchdog = asyncio.create_task(self.watchdog.run())
         try:
-            await self._dispatch()
-        finally:
-            watcher.cancel()
-            watchdog.cancel()
-            self.progress.clear()
-        try:
-            await asyncio.to_thread(self.manifest.compact)
-        except Fenced as fenced:  # the lease is another run's: its manifest is not ours
-            self.console.err(f"{FAILURE_PREFIX}{fenced}")
-        except OSError as error:  # a full disk, a read-only --out: the summary still comes
-            self.store_failed = True
-            self.console.err(
-                f"{FAILURE_PREFIX}could not compact the manifest ({error.strerror or error}) — "
-                "its journal keeps every entry, and a rerun once --out is writable again "
-                "compacts it and skips what was written"
-            )
-        stats = await self._gateway_stats()
-        if diagnostics is not None:
+            self.workers = [
+                SegmentWorker.options(**self._worker_placement()).remote(i, settings, self.run_id)
+                for i in range(settings.scale.workers)
+            ]
+            self.batches = [WorkerBatches(worker) for worker in self.workers]
+            hang = settings.scale.worker_hang_secs
+            self.watchdog = Watchdog(self.workers, hang, self.console.err)
+            self._trap_signals()
+            # The early settling hands over at its next segment; the loop goes on from there.
+            self._handover.set()
+            await asyncio.wrap_future(self._early)
+            heap.settle()  # the manifest is in: out of every later collection's walk
+            watcher = asyncio.create_task(self._watch())
+            watchdog = asyncio.create_task(self.watchdog.run())
             try:
-                await diagnostics.write.remote([gateway_record(self.run_id, stats)])
-                await diagnostics.close.remote()
-            except ray.exceptions.RayError as error:
+                await self._dispatch()
+            finally:
+                watcher.cancel()
+                watchdog.cancel()
+                self.progress.clear()
+            try:
+                await asyncio.to_thread(self.manifest.compact)
+            except Fenced as fenced:  # the lease is another run's: its manifest is not ours
+                self.console.err(f"{FAILURE_PREFIX}{fenced}")
+            except OSError as error:  # a full disk, a read-only --out: the summary still comes
                 self.store_failed = True
-                sidecar = self.settings.records.diagnostics_out
-                self.console.err(f"{FAILURE_PREFIX}could not finish {sidecar} ({error})")
-        return self._summary(stats)
+                self.console.err(
+                    f"{FAILURE_PREFIX}could not compact the manifest ({error.strerror or error}) — "
+                    "its journal keeps every entry, and a rerun once --out is writable again "
+                    "compacts it and skips what was written"
+                )
+            stats = await self._gateway_stats()
+            if diagnostics is not None:
+                try:
+                    await diagnostics.write.remote([gateway_record(self.run_id, stats)])
+                    await diagnostics.close.remote()
+                except ray.exceptions.RayError as error:
+                    self.store_failed = True
+                    sidecar = self.settings.records.diagnostics_out
+                    self.console.err(f"{FAILURE_PREFIX}could not finish {sidecar} ({error})")
+            return self._summary(stats)
+        finally:
+            # A run leaves no actor behind: the CLI's process would end them with its job,
+            # but a run from Python (a notebook, a Ray task) lives on in the caller's Ray.
+            self._end_actors(diagnostics)
+
+    def _end_actors(self, diagnostics: Any) -> None:
+        actors = [*self.workers, self.gateway, self.ledger, self.shared_inputs, diagnostics]
+        for actor in actors:
+            if actor is not None:
+                with contextlib.suppress(Exception):  # already gone is as good as ended
+                    ray.kill(actor, no_restart=True)
 
     def _worker_placement(self) -> dict[str, Any]:
         """Spread the segment workers; `--worker-resource` keeps them on the nodes
