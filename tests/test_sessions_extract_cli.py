@@ -149,7 +149,7 @@ def cli_import(store: Path, *paths: Path) -> int:
 
 @pytest.fixture(scope="module")
 def slow_simulator() -> Iterator[SimulatorProcess]:
-    with SimulatorProcess("--latency-ms", "300", "--slots", "2") as process:
+    with SimulatorProcess("--latency-ms", "250", "--slots", "2") as process:
         yield process
 
 
@@ -162,7 +162,7 @@ def test_a_killed_run_resumes_and_asks_only_what_was_not_checkpointed(
         {"role": "user" if i % 2 == 0 else "assistant",
          "content": f"Step {i}: the Worker{i} talks to Service{i} through Gateway{i}. "
                     + "detail " * 600}
-        for i in range(16)
+        for i in range(10)
     ]), encoding="utf-8")  # fmt: skip
     store = tmp_path / "store"
     assert cli_import(store, chat) == 0
