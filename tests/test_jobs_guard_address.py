@@ -107,12 +107,18 @@ def test_a_closed_port_says_refused_without_a_timeout_it_never_waited() -> None:
 
 @pytest.mark.ray
 def test_a_real_ray_head_passes_the_greeting(ray_address: str) -> None:
-    driver._reachable(ray_address)  # the session's GCS: no error
+    host, port = ray_address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=15) as connection:
+        assert driver._answers_http2(connection)  # the session's GCS speaks gRPC
+    assert driver._reachable(ray_address) is None
 
 
 def test_with_ray_tls_the_greeting_is_skipped(
     web_server: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A TLS port would take the plaintext greeting for garbage: only the connect is checked.
+    monkeypatch.delenv("RAY_USE_TLS", raising=False)
+    with pytest.raises(StartupError, match="not a Ray head"):
+        driver._reachable(f"127.0.0.1:{web_server}")
     monkeypatch.setenv("RAY_USE_TLS", "1")
-    driver._reachable(f"127.0.0.1:{web_server}")
+    assert driver._reachable(f"127.0.0.1:{web_server}") is None
