@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,3 +89,16 @@ def assert_imports_whole(out: str, env: dict[str, str] | None = None) -> None:
     )
     nothing = "no source file" in checked.stderr or "no such folder" in checked.stderr
     assert checked.returncode == 0 or nothing, checked.stdout + checked.stderr
+
+
+def quiesce(simulator: SimulatorProcess) -> None:
+    """Wait until nothing is in flight and no request arrived for a while: a killed run's
+    last requests have landed before the rerun is counted."""
+    last, still = -1, 0
+    while still < 4:
+        time.sleep(0.5)
+        stats = simulator.stats()
+        if stats["requests"] == last and stats["in_flight"] == 0:
+            still += 1
+        else:
+            last, still = stats["requests"], 0

@@ -14,7 +14,7 @@ import pytest
 
 from taguru_ray.contract.names import checkpoint_name, output_name
 from taguru_ray.simulate.harness import SimulatorProcess
-from tests.support import CONTEXT, REPO, Cli
+from tests.support import CONTEXT, REPO, Cli, quiesce
 
 pytestmark = pytest.mark.slow
 
@@ -53,18 +53,6 @@ def units_in(out: Path, source: str) -> int:
         return len(json.loads(path.read_text())["units"])
     except ValueError:
         return 0  # caught mid-replace is impossible (atomic rename), but stay safe
-
-
-def quiesce(simulator: SimulatorProcess) -> None:
-    """Wait until nothing is in flight and no request arrived for a while."""
-    last, still = -1, 0
-    while still < 4:
-        time.sleep(0.5)
-        stats = simulator.stats()
-        if stats["requests"] == last and stats["in_flight"] == 0:
-            still += 1
-        else:
-            last, still = stats["requests"], 0
 
 
 def test_rerun_after_sigkill_asks_only_for_missing_chunks_and_writes_the_same_bytes(

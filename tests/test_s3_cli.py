@@ -32,7 +32,7 @@ from taguru_ray.store.lease import LeaseLock
 from taguru_ray.store.outdir import OutDir
 from tests import s3 as server
 from tests.s3 import S3
-from tests.support import CONTEXT, REPO, Cli
+from tests.support import CONTEXT, REPO, Cli, quiesce
 
 pytestmark = pytest.mark.slow
 
@@ -127,18 +127,6 @@ def units_in(url: str) -> dict[str, Any]:
         return json.loads(read(url) or b"{}").get("units", {})
     except ValueError:
         return {}
-
-
-def quiesce(simulator: SimulatorProcess) -> None:
-    """Wait until nothing is in flight and no request arrived for a while."""
-    last, still = -1, 0
-    while still < 4:
-        time.sleep(0.5)
-        stats = simulator.stats()
-        if stats["requests"] == last and stats["in_flight"] == 0:
-            still += 1
-        else:
-            last, still = stats["requests"], 0
 
 
 def test_a_sigkilled_run_on_s3_resumes_from_its_checkpoint_journal_and_log(

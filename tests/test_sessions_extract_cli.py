@@ -23,7 +23,7 @@ from taguru_ray.contract.source_file import parse_source_file
 from taguru_ray.sessions.checks import collapse
 from taguru_ray.sessions.index import SessionStore
 from taguru_ray.simulate.harness import SimulatorProcess
-from tests.support import CONTEXT, REPO, Cli, assert_imports_whole
+from tests.support import CONTEXT, REPO, Cli, assert_imports_whole, quiesce
 
 FIXTURES = REPO / "tests" / "fixtures" / "sessions"
 
@@ -185,7 +185,7 @@ def test_a_killed_run_resumes_and_asks_only_what_was_not_checkpointed(
     proc.wait(30)
     saved = units(checkpoint)
     assert 3 <= saved < asked, "the kill did not land mid-session"
-    quiet(slow_simulator)
+    quiesce(slow_simulator)
 
     slow_simulator.reset()
     rerun = extract(runner, store, out)
@@ -199,15 +199,3 @@ def units(path: Path) -> int:
         return len(json.loads(path.read_text())["units"])
     except (OSError, ValueError):
         return 0
-
-
-def quiet(simulator: SimulatorProcess) -> None:
-    """Until nothing is in flight and no request came for a while (the killed run's last)."""
-    last, still = -1, 0
-    while still < 4:
-        time.sleep(0.5)
-        stats = simulator.stats()
-        if stats["requests"] == last and stats["in_flight"] == 0:
-            still += 1
-        else:
-            last, still = stats["requests"], 0
