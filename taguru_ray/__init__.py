@@ -1,24 +1,48 @@
 """taguru-ray: Taguru's document extraction as a distributed batch job on Ray.
 
-The Python API (`taguru_ray.api`): ``taguru_ray.extract(paths, out=…, context=…,
-**settings) -> RunResult``. Importing the package stays light: Ray and the engine
+The Python API: ``taguru_ray.extract(paths, out=…, context=…, **settings) -> RunResult``
+(`taguru_ray.api`); the record readers ``taguru_ray.inspect(out) -> pyarrow.Table`` and
+``taguru_ray.metrics(out, prices=None) -> MetricsTables`` (`taguru_ray.readers`); and
+``taguru_ray.data.extract(ds, out=…, context=…) -> ray.data.Dataset`` over a Ray Dataset
+of ``{path, text}`` rows. Importing the package stays light: Ray, Arrow and the engine
 load on the first call.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["RunResult", "SegmentResult", "__version__", "extract"]
+__all__ = [
+    "MetricsTables",
+    "RunResult",
+    "SegmentResult",
+    "__version__",
+    "data",
+    "extract",
+    "inspect",
+    "metrics",
+]
 
 if TYPE_CHECKING:
+    from taguru_ray import data
     from taguru_ray.api import RunResult, SegmentResult, extract
+    from taguru_ray.readers import MetricsTables, inspect, metrics
+
+_FROM = {
+    "extract": "api",
+    "RunResult": "api",
+    "SegmentResult": "api",
+    "inspect": "readers",
+    "metrics": "readers",
+    "MetricsTables": "readers",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("extract", "RunResult", "SegmentResult"):
-        from taguru_ray import api
-
-        return getattr(api, name)
+    if name == "data":
+        return importlib.import_module("taguru_ray.data")
+    if name in _FROM:
+        return getattr(importlib.import_module(f"taguru_ray.{_FROM[name]}"), name)
     raise AttributeError(f"module 'taguru_ray' has no attribute {name!r}")

@@ -12,6 +12,10 @@ called: from a script, from a thread, from a notebook whose event loop is runnin
 running Ray and never shuts down a Ray it did not start). Lines the CLI would print
 go to `RunResult.lines`, or to ``echo`` when given. A bad setting raises `UsageError`;
 a run that cannot start, `StartupError` — what the CLI turns into exit 2 and 1.
+
+`taguru-ray extract` is a layer over this module: it parses the command line into
+the same flags, then `resolve` and `run` — the one path from flags to a run that
+`extract`, the CLI and `taguru_ray.data.extract` share.
 """
 
 from __future__ import annotations
@@ -20,11 +24,15 @@ import asyncio
 import concurrent.futures
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from taguru_ray.contract.names import TRACE, attempts_name, join, output_name
 from taguru_ray.errors import UsageError
+
+if TYPE_CHECKING:
+    from taguru_ray.engine.scan import Console
+    from taguru_ray.settings import Settings
 
 NOT_REACHED = "not reached"  # a stopped run's segments it never started
 
@@ -82,14 +90,36 @@ def extract(
 ) -> RunResult:
     """Extract `paths` into `out` for `context`; the run's result. See the module doc."""
     flags = _flags([paths] if isinstance(paths, str) else list(paths), out, context, settings)
+    return _call(flags, echo)
+
+
+def extract_staged(
+    staged: Mapping[str, bytes],
+    *,
+    out: str,
+    context: str,
+    echo: Callable[[str], None] | None = None,
+    **settings: Any,
+) -> RunResult:
+    """`extract` over segments held in memory, by source name, instead of paths: the
+    engine's ``staged`` run (`taguru_ray.data.extract` gathers a dataset's rows so)."""
+    return _call(_flags(list(staged), out, context, settings), echo, staged)
+
+
+def _call(
+    flags: dict[str, Any],
+    echo: Callable[[str], None] | None,
+    staged: Mapping[str, bytes] | None = None,
+) -> RunResult:
+    """Run where it is called, or — under a running event loop — on a thread of its own."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return _run(flags, echo)
+        return _run(flags, echo, staged)
     # A running loop (a notebook, an async app): asyncio.run cannot nest, so the run
     # gets a thread of its own, and this call waits for it as a plain call would.
     with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="taguru-ray") as pool:
-        return pool.submit(_run, flags, echo).result()
+        return pool.submit(_run, flags, echo, staged).result()
 
 
 def _flags(paths: list[str], out: str, context: str, settings: Mapping[str, Any]) -> dict[str, Any]:
@@ -109,11 +139,12 @@ def _flags(paths: list[str], out: str, context: str, settings: Mapping[str, Any]
     return flags
 
 
-def _run(flags: dict[str, Any], echo: Callable[[str], None] | None) -> RunResult:
-    from taguru_ray.engine.driver import execute
+def _run(
+    flags: dict[str, Any],
+    echo: Callable[[str], None] | None,
+    staged: Mapping[str, bytes] | None = None,
+) -> RunResult:
     from taguru_ray.engine.scan import Console
-    from taguru_ray.settings import resolve_settings
-    from taguru_ray.store.config_file import read_config_file
 
     lines: list[str] = []
 
@@ -122,14 +153,34 @@ def _run(flags: dict[str, Any], echo: Callable[[str], None] | None) -> RunResult
         if echo is not None:
             echo(line)
 
-    settings = resolve_settings(flags, os.environ, read_config_file)
-    executed = execute(settings, Console(say, say))
-    run = executed.run
+    result = run(resolve(flags), Console(say, say), staged)
+    return replace(result, lines=tuple(lines))
+
+
+def resolve(flags: Mapping[str, Any]) -> Settings:
+    """Flags (extract's, by their names) to one Settings: the environment and a --config
+    file fill what the flags leave unset."""
+    from taguru_ray.settings import resolve_settings
+    from taguru_ray.store.config_file import read_config_file
+
+    return resolve_settings(flags, os.environ, read_config_file)
+
+
+def run(
+    settings: Settings, console: Console, staged: Mapping[str, bytes] | None = None
+) -> RunResult:
+    """A real run of `settings` (`engine.driver.execute`), its lines to `console`; the
+    result (`lines` left empty: the console has them). `staged`: the run's segments in
+    memory by source name, instead of the input paths."""
+    from taguru_ray.engine.driver import execute
+
+    executed = execute(settings, console, staged)
+    done = executed.run
     out = settings.source.out
     trace = join(out, TRACE)
     segments = []
-    for index, source in enumerate(run.sources):
-        row = run.segments.get(index)
+    for index, source in enumerate(done.sources):
+        row = done.segments.get(index)
         segments.append(
             SegmentResult(
                 source,
@@ -141,16 +192,15 @@ def _run(flags: dict[str, Any], echo: Callable[[str], None] | None) -> RunResult
                 row.completions if row else 0,
             )
         )
-    stats = run.stats
+    stats = done.stats
     return RunResult(
         exit_code=executed.exit_code,
-        run_id=run.run_id,
+        run_id=done.run_id,
         out=out,
         segments=tuple(segments),
         completions=int(stats.get("attempts", 0)),
         requests=int(sum(stats.get("outcomes", {}).values())),
         input_tokens=int(stats.get("input_tokens", 0)),
         output_tokens=int(stats.get("output_tokens", 0)),
-        stopped=run.stopping,
-        lines=tuple(lines),
+        stopped=done.stopping,
     )

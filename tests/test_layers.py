@@ -16,6 +16,7 @@ RANKS = {
     "contract": 0,
     "sqlite_wal": 0,  # how the two SQLite stores open their files
     "measure": 0,  # Distribution / Ratio / Count, shared by benchmark and evaluate
+    "pricing": 0,  # the price table, tariffs and budgets: pure
     "evalset": 1,  # eval.jsonl, shared by evaluate and benchmark search
     "remote": 2,  # the client of any Taguru server
     "pipeline": 1,
@@ -33,6 +34,8 @@ RANKS = {
     "sessions": 1,  # agent sessions: converters, index, the extraction program (pure + sqlite)
     "cli": 6,
     "api": 6,  # the Python API: extract() -> RunResult, over the engine
+    "readers": 6,  # the Python API's record readers: inspect(), metrics() as Arrow
+    "data": 6,  # the Python API over a Ray Dataset of {path, text} rows
     "__main__": 7,
     "__init__": 7,
 }

@@ -1,8 +1,13 @@
+import asyncio
 from types import SimpleNamespace
 
 import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 
-from taguru_ray.llm.client import Route, endpoint_url
+from taguru_ray.contract.completion import CompletionRequest
+from taguru_ray.llm.client import ChatClient, Route, endpoint_url, open_session
 from taguru_ray.llm.retry import RetryableStatus, _retryable, _wait, parse_retry_after
 
 
@@ -69,3 +74,40 @@ def test_azure_openai_hosts_get_the_key_as_an_api_key_header() -> None:
     azure = "https://x.openai.azure.com/openai/deployments/d/chat/completions?api-version=1"
     assert Route(azure).key_header == "api-key"
     assert Route("http://127.0.0.1:8000/v1/chat/completions").key_header == "Authorization"
+
+
+@pytest.mark.parametrize(
+    ("style", "host", "sent"),
+    [
+        ("auto", "127.0.0.1", ("Authorization", "Bearer k-1")),
+        ("api-key", "127.0.0.1", ("api-key", "k-1")),  # an Azure deployment behind a gateway
+        ("bearer", "127.0.0.1", ("Authorization", "Bearer k-1")),
+    ],
+)
+def test_the_key_header_style_is_chosen_by_setting(
+    style: str, host: str, sent: tuple[str, str]
+) -> None:
+    """What a real server receives under --api-key-header."""
+    seen: list[dict[str, str]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append(dict(request.headers))
+        return web.json_response(
+            {"choices": [{"message": {"content": "{}"}, "finish_reason": "stop"}]}
+        )
+
+    async def scenario() -> None:
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", handler)
+        async with TestServer(app, host=host) as server, open_session() as http:
+            client = ChatClient(
+                http, str(server.make_url("/v1")), "m", api_key="k-1", timeout_secs=5,
+                key_header=style,
+            )
+            await client.complete(CompletionRequest([{"role": "user", "content": "x"}]))
+
+    asyncio.run(scenario())
+    header, value = sent
+    assert seen[0][header] == value
+    other = "api-key" if header == "Authorization" else "Authorization"
+    assert other not in seen[0]

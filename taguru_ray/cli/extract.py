@@ -9,7 +9,6 @@ refuses it by name.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -53,6 +52,7 @@ GROUP_TITLES: dict[str, str | None] = {
     "prompt": "the prompt",
     "ladder": "the answer ladder",
     "transport": "the endpoint",
+    "spending": "cost and budgets",
     "scale": "Ray and scale",
     "records": "records and replay",
 }
@@ -149,9 +149,10 @@ def parse_flags(argv: Sequence[str]) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str]) -> int:
+    """The command line to flags, then the Python API's own path (`taguru_ray.api.resolve`
+    and `run`), its lines to stdout and stderr; the exit code."""
     # Imported late so `--help` and usage errors answer without loading Ray.
-    from taguru_ray.settings import resolve_settings
-    from taguru_ray.store.config_file import read_config_file
+    from taguru_ray.api import resolve, run
 
     flags = parse_flags(argv)
     if flags.pop("steps", False):
@@ -160,10 +161,12 @@ def main(argv: Sequence[str]) -> int:
         print(render_table())
         return 0
     try:
-        settings = resolve_settings(flags, os.environ, read_config_file)
-        from taguru_ray.engine.driver import Console, extract
+        settings = resolve(flags)
+        from taguru_ray.engine.driver import Console, dry_run
 
-        return extract(settings, Console())
+        if settings.run.dry_run:
+            return dry_run(settings, Console())
+        return run(settings, Console()).exit_code
     except TaguruRayError as error:
         print(f"{MESSAGE_PREFIX}{error}", file=sys.stderr)
         return error.exit_code

@@ -14,14 +14,12 @@ import os
 import sys
 from collections.abc import Sequence
 
-import fsspec
-
 from taguru_ray.cli.args import OneLineParser, parse
 from taguru_ray.contract.names import INSPECT_VERB as VERB
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.tools.inspect import Filter, build_report
 from taguru_ray.tools.inspect_text import render_text
-from taguru_ray.tools.records import read_lines
+from taguru_ray.tools.records import read_file, read_lines
 
 PREFIX = f"{VERB.replace(' ', ': ')}: "
 
@@ -51,7 +49,7 @@ def main(argv: Sequence[str]) -> int:
     if isinstance(args, int):
         return args
     try:
-        data = _read(args.log)
+        data = read_file(args.log)
     except OSError as error:
         print(f"{PREFIX}{args.log}: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -68,18 +66,6 @@ def main(argv: Sequence[str]) -> int:
     else:
         rendered = render_text(report)
     return _write(rendered)
-
-
-def _read(path: str) -> bytes:
-    """The log's bytes; OSError with a plain reason when it is missing or not a file."""
-    fs, target = fsspec.core.url_to_fs(path)
-    if not fs.exists(target):
-        raise FileNotFoundError("no such file")
-    if fs.isdir(target):
-        raise IsADirectoryError(
-            "is a folder — give the log itself, <out>/.extract-trace/<stem>.attempts.jsonl"
-        )
-    return bytes(fs.cat_file(target))
 
 
 def _write(text: str) -> int:

@@ -16,20 +16,11 @@ import sys
 from collections.abc import Sequence
 
 from taguru_ray.cli.args import OneLineParser, parse
-from taguru_ray.contract.names import TRACE
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, TaguruRayError, UsageError
 from taguru_ray.store.inputs import read_regular
-from taguru_ray.store.outdir import OutDir
 from taguru_ray.tools.metric_tables import compare, tables
-from taguru_ray.tools.metrics import (
-    Assignment,
-    MetricsReport,
-    Prices,
-    collect,
-    load_ledger,
-    load_prices,
-)
-from taguru_ray.tools.records import unreadable_note
+from taguru_ray.tools.metrics import Assignment, MetricsReport, Prices, load_ledger, load_prices
+from taguru_ray.tools.metrics_read import collect_urls, report_notes
 from taguru_ray.tools.request_table import request_table
 from taguru_ray.tools.tables import render_all, write_parquet
 
@@ -50,10 +41,6 @@ PARQUET_HELP = (
     "of the OUTs' attempts logs (run_id, source, piece_id, stage, state, rung, tokens, "
     "elapsed_seconds, replayed, ...; never the messages or the answer)"
 )
-
-
-class NoRecords(TaguruRayError):
-    """An OUT with no trace or attempts log: nothing to fold."""
 
 
 def build_parser() -> OneLineParser:
@@ -128,30 +115,7 @@ def _flag_file(flag: str, path: str) -> str:
 
 
 def _collect(urls: list[str], prices: Prices, ledger: dict[str, Assignment]) -> MetricsReport:
-    outs = []
-    for url in urls:
-        out = OutDir(url)
-        if not out.fs.isdir(out.root):
-            raise UsageError(f"{url}: no such folder")
-        outs.append(out)
-    report = collect(outs, prices, ledger)
-    held = {scope.out for scope in report.segments}
-    for out in outs:
-        if out.url not in held:
-            raise NoRecords(
-                f"{out.url}: no records — expected {TRACE}/<stem>.jsonl or .attempts.jsonl"
-            )
-    for scope in report.segments:
-        files = scope.segment
-        if files is None:
-            continue
-        for suffix, lines in ((".jsonl", files.trace), (".attempts.jsonl", files.attempts)):
-            note = unreadable_note(f"{TRACE}/{files.stem}{suffix}", lines) if lines else None
-            if note:
-                print(f"{PREFIX}{scope.out}: {note}", file=sys.stderr)
-    for model in sorted(report.run.fold.unpriced_models):
-        print(
-            f"{PREFIX}{report.out}: no price for model {model!r} — its cost shows as -",
-            file=sys.stderr,
-        )
+    report = collect_urls(urls, prices, ledger)
+    for note in report_notes(report):
+        print(f"{PREFIX}{note}", file=sys.stderr)
     return report

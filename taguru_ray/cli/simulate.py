@@ -57,6 +57,11 @@ def main(argv: list[str]) -> int:
         vary=args.vary,
         vary_seed=args.vary_seed,
         vary_run=args.vary_run,
+        rate_limit_requests=args.rate_limit_requests,
+        rate_limit_tokens=args.rate_limit_tokens,
+        rate_limit_window=args.rate_limit_window,
+        require_key=args.require_key,
+        served_models=tuple(args.served_model),
     )
     try:
         asyncio.run(_run(config, args.host, args.port))
@@ -170,6 +175,42 @@ def _parser() -> OneLineParser:
         metavar="N|seen",
         help="the run of a request whose model name does not end in #run<N> (default 0); "
         "seen: the number of times this simulator has been asked the same prompt",
+    )
+    p.add_argument(
+        "--rate-limit-requests",
+        type=_bounded(int, 0),
+        default=0,
+        metavar="N",
+        help="a provider's limit: N requests per window, stated in x-ratelimit-* headers; "
+        "past it a 429 (default 0 = none)",
+    )
+    p.add_argument(
+        "--rate-limit-tokens",
+        type=_bounded(int, 0),
+        default=0,
+        metavar="K",
+        help="K tokens per window (prompt plus max_tokens), stated likewise (default 0 = none)",
+    )
+    p.add_argument(
+        "--rate-limit-window",
+        type=_bounded(float, 0.001),
+        default=60.0,
+        metavar="S",
+        help="the rate-limit window in seconds, opened by the first request (default 60)",
+    )
+    p.add_argument(
+        "--require-key",
+        metavar="KEY",
+        help="answer 401 to a completion or a model list that does not carry KEY (as a "
+        "Bearer, or an api-key header) — a provider whose key is wrong or missing",
+    )
+    p.add_argument(
+        "--served-model",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="serve NAME alone (repeatable): another model is a 404 model_not_found, and "
+        "GET /v1/models lists these (default: any name is served)",
     )
     return p
 

@@ -23,11 +23,17 @@ from taguru_ray.engine.run import ExtractRun
 from taguru_ray.engine.run_inputs import load_run_inputs
 from taguru_ray.engine.scan import Console, Tally, scan, skip_line
 from taguru_ray.engine.segment import FAILURE_PREFIX
-from taguru_ray.errors import MESSAGE_PREFIX, StartupError, exit_code
+from taguru_ray.engine.spend import estimate_line, tariff_of
+from taguru_ray.errors import MESSAGE_PREFIX, StartupError, TaguruRayError, exit_code
 from taguru_ray.pipeline.chunk_context import plan_segment
+from taguru_ray.pipeline.estimate import Estimate, estimate_segment
+from taguru_ray.pipeline.prompt import system_prompt
 from taguru_ray.pipeline.read import read_segment, redact_segment
+from taguru_ray.pipeline.segment_job import SegmentJob
+from taguru_ray.pipeline.steering import steering_for
 from taguru_ray.settings import Settings, checkpoint_fingerprint
 from taguru_ray.store.checkpoints import count_reusable
+from taguru_ray.store.footprint import Footprint
 from taguru_ray.store.inputs import expand, read_source
 from taguru_ray.store.lock import lock_for
 from taguru_ray.store.manifest import Manifest
@@ -41,8 +47,10 @@ def dry_run(settings: Settings, console: Console) -> int:
     for line in settings.notes:
         console.err(f"{MESSAGE_PREFIX}{line}")
     inputs = load_run_inputs(settings)  # the digests are fingerprint inputs
+    tariff = tariff_of(settings)
     out = OutDir(settings.source.out)
     sources = expand(settings.source.paths)
+    estimate = Estimate()
     manifest, note = Manifest.load(out)
     if note:
         console.err(f"{FAILURE_PREFIX}{note}")
@@ -73,6 +81,18 @@ def dry_run(settings: Settings, console: Console) -> int:
             if settings.run.force
             else count_reusable(out, source, fingerprint, [chunk.sha256 for chunk in chunks])
         )
+        system = system_prompt(
+            steering_for(
+                SegmentJob(index, source, b"", "", ()), settings.prompt, inputs, segment.text
+            )
+        )
+        estimate += estimate_segment(
+            system,
+            source,
+            chunks,
+            gleanings=settings.ladder.gleanings,
+            questions=settings.prompt.questions or 0,
+        )
         extra = f", {masked} redaction(s)" if settings.input.redact else ""
         extra += f", {reusable} reusable from checkpoint" if reusable else ""
         console.out(
@@ -84,6 +104,8 @@ def dry_run(settings: Settings, console: Console) -> int:
         f"extract: {tally.planned} planned, {tally.unchanged} unchanged, {tally.failed} failed "
         f"of {tally.total} segment(s)"
     )
+    if tally.planned:
+        console.err(f"{MESSAGE_PREFIX}{estimate_line(estimate, tariff)}")
     return exit_code(tally.failed, stopped=False)
 
 
@@ -243,11 +265,13 @@ def execute(
     for line in settings.notes:
         console.err(f"{MESSAGE_PREFIX}{line}")
     inputs = load_run_inputs(settings)  # before the lock: nothing written yet
+    tariff = tariff_of(settings)
     note = unmasked_note(settings)
     if note:
         console.err(note)
     out = OutDir(settings.source.out)
     sources = list(staged) if staged is not None else expand(settings.source.paths)
+    footprint = Footprint(out)  # what a run refused before its first request takes back
     try:
         out.ensure()
     except LinkRefused as error:
@@ -256,7 +280,7 @@ def execute(
         raise StartupError(f"--out {settings.source.out}: cannot create it ({error})") from None
     with lock_for(out, console.err, settings.scale.lease_seconds) as lock:
         read = staged.__getitem__ if staged is not None else read_source
-        run = ExtractRun(settings, console, out, sources, inputs, lock, read)
+        run = ExtractRun(settings, console, out, sources, inputs, lock, read, tariff)
         # Reading and the skips of unchanged segments go on while Ray starts.
         run.start_reading()
         try:
@@ -266,5 +290,10 @@ def execute(
             finally:
                 if started:
                     ray.shutdown()
+        except TaguruRayError:
+            # Refused before the first request (the preflight, a Ray that is not there):
+            # the run leaves nothing behind it made (ADR 0037).
+            footprint.take_back()
+            raise
         finally:
             run.stop_reading()

@@ -3,8 +3,9 @@
 On a terminal one status line redraws in place on stderr (report lines are
 printed above it); anywhere else — a CI log, `ray job logs` — the same status
 is a plain line every so often. Either way: segments done / failed / skipped of
-the total, completions in flight and the in-flight limit, tokens per second,
-and an ETA from the rate segments have been finishing at.
+the total, completions in flight and the in-flight limit, tokens so far and
+per second, the cost so far when the run has a price, and an ETA from the
+rate segments have been finishing at.
 """
 
 from __future__ import annotations
@@ -84,10 +85,13 @@ class Progress:
             if extracted and remaining
             else "ETA —"
         )
+        cost = stats.get("cost_usd")
+        spent = f" · ${cost:.4f}" if isinstance(cost, (int, float)) else ""
         return (
             f"{PREFIX}{done}/{self.total} segment(s) ({written} written, {failed} failed, "
             f"{skipped} skipped) · {stats.get('in_flight', 0)} in flight "
-            f"(limit {stats.get('limit', '?')}) · {_human(rate)} tok/s · {eta}"
+            f"(limit {stats.get('limit', '?')}) · {_human(tokens)} tok, {_human(rate)} tok/s"
+            f"{spent} · {eta}"
         )
 
     def due(self) -> bool:

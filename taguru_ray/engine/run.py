@@ -35,6 +35,7 @@ from taguru_ray.contract.records.sidecar import GatewayRecord
 from taguru_ray.engine.ahead import READERS, ScanAhead
 from taguru_ray.engine.batches import WorkerBatches, failed_outcome, pick_worker
 from taguru_ray.engine.progress import Progress, mode_for
+from taguru_ray.engine.run_metrics import SegmentMeter
 from taguru_ray.engine.scan import (
     Console,
     Scanned,
@@ -46,16 +47,20 @@ from taguru_ray.engine.scan import (
     skip_line,
 )
 from taguru_ray.engine.segment import FAILURE_PREFIX
+from taguru_ray.engine.spend import budget_of, money
 from taguru_ray.engine.watchdog import Watchdog
 from taguru_ray.engine.window import OrderedReport, SegmentWindow
-from taguru_ray.errors import EXIT_INTERRUPTED, exit_code
+from taguru_ray.errors import EXIT_FAILED, EXIT_INTERRUPTED, StartupError, exit_code
+from taguru_ray.llm import preflight
 from taguru_ray.llm.client import ChatClient, open_session
+from taguru_ray.llm.endpoint_check import Blame
 from taguru_ray.llm.probe import probe
 from taguru_ray.pipeline.ladder import starting_rung
 from taguru_ray.pipeline.run_inputs import RunInputs
 from taguru_ray.pipeline.segment_job import SegmentJob, SegmentOutcome
 from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.pipeline.vocabulary import contribution
+from taguru_ray.pricing.tariff import Tariff
 from taguru_ray.settings import Settings
 from taguru_ray.store.checkpoints import Checkpoint
 from taguru_ray.store.inputs import read_source
@@ -81,8 +86,10 @@ class ExtractRun:
         inputs: RunInputs | None = None,
         lock: object | None = None,
         read: Callable[[str], bytes] = read_source,
+        tariff: Tariff | None = None,
     ) -> None:
         self.settings = settings
+        self.tariff = tariff or Tariff()  # how the run is charged (engine/spend.py)
         self.read = read  # the segments' reader: files, or a run's in-memory segments
         self.workers: list[Any] = []
         if isinstance(lock, LeaseLock):
@@ -110,6 +117,7 @@ class ExtractRun:
         self._reclaiming: set[int] = set()  # workers whose permits are being reclaimed
         self._background: set[asyncio.Future[None]] = set()
         self.stopping = False
+        self.fatal: str | None = None  # fail-fast's line: the run stopped on it, exit 1
         self.store_failed = False  # the end-of-run writes failed: exit 1 after the summary
         self.reached = 0
         self.started = time.monotonic()
@@ -160,6 +168,8 @@ class ExtractRun:
                 "name": run_actor_name(self.run_id, role),
             }
 
+        self._trap_signals()
+        rung = await self._before_the_first_request()
         # One copy of the run's inputs in the object store however many workers.
         inputs_ref = self.inputs_ref = ray.put(self.inputs)  # the driver owns the copy
         self.shared_inputs = SharedInputs.options(**here("inputs")).remote([inputs_ref])
@@ -168,8 +178,14 @@ class ExtractRun:
             limit,
             settings.transport.rpm,
             settings.transport.tpm,
-            await self._resolve_rung(),
+            rung,
+            run_id=self.run_id,
+            model=settings.transport.model,
+            tariff=self.tariff,
+            budget=budget_of(settings),
+            blame=Blame.of(settings.transport),
         )
+        self.meter = SegmentMeter(self.run_id, settings.transport.model, self.tally.total)
         self.ledger = Ledger.options(**here("ledger")).remote(settings.scale.commit_order == "name")
         if isinstance(self.lock, LeaseLock):
             self.ledger.set_deadline.remote(self.lock.write_deadline)
@@ -190,18 +206,19 @@ class ExtractRun:
             self.batches = [WorkerBatches(worker) for worker in self.workers]
             hang = settings.scale.worker_hang_secs
             self.watchdog = Watchdog(self.workers, hang, self.console.err)
-            self._trap_signals()
             # The early settling hands over at its next segment; the loop goes on from there.
             self._handover.set()
             await asyncio.wrap_future(self._early)
             heap.settle()  # the manifest is in: out of every later collection's walk
             watcher = asyncio.create_task(self._watch())
             watchdog = asyncio.create_task(self.watchdog.run())
+            tripwire = asyncio.create_task(self._fail_fast())
             try:
                 await self._dispatch()
             finally:
                 watcher.cancel()
                 watchdog.cancel()
+                tripwire.cancel()
                 self.progress.clear()
             try:
                 await asyncio.to_thread(self.manifest.compact)
@@ -215,6 +232,7 @@ class ExtractRun:
                     "compacts it and skips what was written"
                 )
             stats = await self._gateway_stats()
+            self.meter.update(self.tally)
             if diagnostics is not None:
                 try:
                     await diagnostics.write.remote([gateway_record(self.run_id, stats)])
@@ -277,20 +295,22 @@ class ExtractRun:
             wait([self._early])  # it stops at its next segment
             self._readers.shutdown(wait=True, cancel_futures=True)
 
-    def _settle_early(self) -> None:
-        """While Ray starts: settle segments in order for as long as none needs a worker."""
+    def _settle_early(self) -> bool:
+        """While Ray starts: settle segments in order for as long as none needs a worker.
+        True when it stopped at one that does."""
         self._take_inputs()
         while not (self.stopping or self._handover.is_set()):
             scanned = self.scanner.next_now()
             if scanned is None:
-                return
+                return False
             if scanned.inputs is None or scanned.data is None:
                 self._refused(scanned)
             elif self._unchanged(scanned):
                 self._skip(scanned, self._gaps(scanned))
             else:
                 self.scanner.put_back(scanned)
-                return
+                return True
+        return False
 
     def _take_inputs(self) -> None:
         """The loaded manifest (and the one note when it could not be used) and listing."""
@@ -408,18 +428,56 @@ class ExtractRun:
         self._settle_timer = None
         self._send_settled([], now=True)
 
+    async def _before_the_first_request(self) -> str | None:
+        """The run's starting rung, once the segments that need no request are settled.
+
+        Only when a segment needs the model do the preflight and `auto`'s probe go out
+        (ADR 0037): a rerun that skips every segment sends nothing, and a run refused by
+        the preflight has started no actor and written nothing but what the driver
+        takes back (`store.footprint`).
+        """
+        needs_a_request = await asyncio.wrap_future(self._early)
+        if not needs_a_request or self.stopping:
+            ladder = self.settings.ladder  # `auto` unprobed: a rung no request will ask for
+            return starting_rung(ladder.structured_output, ladder.max_output_tokens)
+        await self._preflight()
+        return await self._resolve_rung()
+
+    async def _preflight(self) -> None:
+        """One GET …/models per endpoint; a verdict is one line and exit 1 (replay answers
+        from its log first, and may never need the endpoint: none there)."""
+        transport = self.settings.transport
+        if not transport.endpoints or self.settings.records.replay_mode != "off":
+            return
+        async with open_session() as http:
+            line = await preflight.check(http, transport)
+        if line is not None:
+            raise StartupError(line)
+
+    async def _fail_fast(self) -> None:
+        """Wait for the gateway's word that an endpoint keeps refusing the run's requests
+        the same way (`gateway/fail_fast.py`): stop as a Ctrl+C does, and exit 1 with
+        that line, said once, last — below the lines of the segments that failed on it."""
+        try:
+            line, code = await self.gateway.tripped.remote()
+        except ray.exceptions.RayError:
+            return
+        if code == EXIT_INTERRUPTED:  # the budget: a stop to resume, said as it happens
+            self.console.err(
+                f"{FAILURE_PREFIX}stopping: {line} — completions in flight finish and are "
+                "checkpointed; rerun with a higher budget to resume, nothing is asked twice"
+            )
+        else:
+            self.fatal = line
+        self.stopping = True
+        self._halt()
+
     async def _resolve_rung(self) -> str | None:
         """The run's starting rung: none off the ladder, the pinned one, or `auto`'s probe."""
         settings = self.settings
         if settings.ladder.structured_output == "auto":
             async with open_session() as http:
-                client = ChatClient(
-                    http,
-                    list(settings.transport.endpoints),
-                    settings.transport.model,
-                    api_key=settings.transport.api_key,
-                    timeout_secs=settings.transport.timeout_secs,
-                )
+                client = ChatClient.of(http, settings.transport)
                 rung, why = await probe(client.complete)
             self.console.err(f"{FAILURE_PREFIX}structured output: auto resolved to {rung} ({why})")
             return rung
@@ -566,7 +624,13 @@ class ExtractRun:
             f"{FAILURE_PREFIX}stopping: completions in flight finish and are checkpointed, "
             "nothing new starts (a second Ctrl+C stops at once)"
         )
-        self.gateway.stop.remote()
+        self._halt()
+
+    def _halt(self) -> None:
+        """Nothing new starts: the gateway refuses permits, the workers their kept ones."""
+        gateway = getattr(self, "gateway", None)  # a signal may come before it exists
+        if gateway is not None:
+            gateway.stop.remote()
         for worker in self.workers:  # their kept permits, which the gateway does not see
             worker.halt.remote()
 
@@ -574,6 +638,7 @@ class ExtractRun:
         """The progress display, and a line each time the adaptive limit moves."""
         while True:
             await asyncio.sleep(0.5)
+            self.meter.update(self.tally)
             if not self.progress.due() and self.settings.transport.max_inflight != "auto":
                 continue
             try:
@@ -603,6 +668,7 @@ class ExtractRun:
             flushes = (self.workers[index].flush.remote() for index in self._used)
             await asyncio.gather(*flushes, return_exceptions=True)  # a dead one has no say
             stats: dict[str, Any] = await self.gateway.stats.remote()
+            await self.gateway.finish.remote()  # in-flight back to 0
         except ray.exceptions.RayError:
             stats = {}
         return stats
@@ -617,15 +683,24 @@ class ExtractRun:
         )
         elapsed = time.monotonic() - self.started
         requests = sum(stats.get("outcomes", {}).values())
+        cost = stats.get("cost_usd")
+        priced = (
+            f"cost {money(cost)} ({self.tariff.basis})"
+            if isinstance(cost, (int, float))
+            else f"cost unknown: {self.tariff.basis} (--prices FILE or --price-per-hour)"
+        )
         self.console.err(
             f"{FAILURE_PREFIX}{stats.get('attempts', 0)} completion(s), {requests} request(s), "
             f"{stats.get('input_tokens', 0)} input + {stats.get('output_tokens', 0)} output "
-            f"tokens in {elapsed:.1f} s"
+            f"tokens in {elapsed:.1f} s · {priced}"
         )
         if self.stopping:
             self.console.err(
                 f"{FAILURE_PREFIX}stopped after reaching {self.reached} of {tally.total} segment(s)"
             )
+        if self.fatal is not None:
+            self.console.err(f"{FAILURE_PREFIX}{self.fatal}")
+            return EXIT_FAILED  # stopped by fail-fast, whatever the tally
         return exit_code(tally.failed + int(self.store_failed), self.stopping)
 
 

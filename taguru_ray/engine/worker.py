@@ -69,6 +69,7 @@ class SegmentWorker:
         self._ledger = ray.get_actor(run_actor_name(run_id, "ledger"))
         self._commits = CommitBatches(self._ledger)
         self._run_id = run_id
+        metrics.label(run_id, settings.transport.model)
         self._gateway = gateway
         self._admission = GatewayAdmission(gateway, index)
         self._registered = False
@@ -96,14 +97,10 @@ class SegmentWorker:
     def _chat(self) -> ChatClient:
         # Created on first use, inside the actor's event loop that will drive it.
         if self._client is None:
-            self._client = ChatClient(
-                open_session(),
-                list(self._settings.transport.endpoints),
-                self._settings.transport.model,
-                api_key=self._settings.transport.api_key,
-                timeout_secs=self._settings.transport.timeout_secs,
-                admission=self._admission,
+            self._client = ChatClient.of(
+                open_session(), self._settings.transport, self._admission
             )
+            self._client.on_retry = metrics.transport_retry
         return self._client
 
     async def pid(self) -> int:
@@ -243,7 +240,8 @@ def _read_book(folder: str, source: str) -> ReplayBook:
 
 
 class Metered:
-    """A recorder that also counts attempts and ladder moves for Prometheus."""
+    """A recorder that also counts attempts and ladder moves for Prometheus (the
+    client counts their transport retries, by cause)."""
 
     def __init__(self, inner: StoreRecorder) -> None:
         self._inner = inner
@@ -254,7 +252,7 @@ class Metered:
 
     async def log(self, record: Record) -> None:
         if record["type"] == "attempt":
-            metrics.attempt(record["state"], record["stage"], record["transport_retries"])
+            metrics.attempt(record["state"], record["stage"])
         elif record["type"] == "move":
             metrics.move(record["move"])
         await self._inner.log(record)

@@ -13,17 +13,23 @@ call (`swap`, ADR 0024); requests are served oldest segment first (ADR 0016).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
 import ray
 
 from taguru_ray import heap
+from taguru_ray.errors import EXIT_FAILED, EXIT_INTERRUPTED
+from taguru_ray.gateway.fail_fast import FatalStreak
 from taguru_ray.gateway.numbering import AttemptNumbers
 from taguru_ray.gateway.pool import Lease, PermitPool, Stopped
 from taguru_ray.gateway.wire import Grant, KeptOutcome, Outcome, Word
 from taguru_ray.llm import metrics
 from taguru_ray.llm.client import Usage
+from taguru_ray.llm.endpoint_check import Blame, repeated_line
 from taguru_ray.pipeline.ladder import RungState
+from taguru_ray.pricing.tariff import Budget, Tariff
 
 
 @ray.remote(num_cpus=0, max_concurrency=100_000)
@@ -37,10 +43,32 @@ class Gateway:
         rpm: int = 0,
         tpm: int = 0,
         rung: str | None = None,
+        *,
+        run_id: str = "",
+        model: str = "",
+        tariff: Tariff | None = None,
+        budget: Budget | None = None,
+        blame: Blame | None = None,
     ) -> None:
-        self._pool = PermitPool(urls, limit, rpm, tpm)
+        """`run_id` and `model` label its metrics; `tariff`, when it knows a price, counts
+        `taguru_ray_cost_usd`; `budget` stops the run before a request would cross it
+        (`pool`); `blame`, when given, turns on fail-fast (`_judge`)."""
+        self._pool = PermitPool(
+            urls, limit, rpm, tpm, budget=budget or Budget(), tariff=tariff or Tariff()
+        )
+        self._urls = urls
+        self._blame = blame
+        self._streak = FatalStreak(len(urls))
+        self._tripped = asyncio.Event()
+        self._trip_line = ""
+        self._trip_exit = EXIT_FAILED
+        self._costed = 0.0  # dollars already counted in taguru_ray_cost_usd
         self._numbers = AttemptNumbers()
         self._rung = RungState(rung) if rung is not None else None
+        self._finished = False
+        metrics.label(run_id, model)
+        with contextlib.suppress(RuntimeError):  # an async actor starts in its event loop
+            self._gauges = asyncio.get_running_loop().create_task(self._keep_gauges())
         heap.settle()
 
     async def acquire(self, worker: str, tokens: int, priority: int = 0) -> Grant | None:
@@ -50,6 +78,7 @@ class Gateway:
         try:
             lease = await self._pool.acquire(worker, tokens, priority)
         except Stopped:
+            self._halted()
             return None
         return self._grant(lease)
 
@@ -61,11 +90,30 @@ class Gateway:
     async def release(self, lease_id: int, usage: tuple[Any, ...]) -> None:
         """`usage`: an `Outcome`, sent as a plain tuple (msgpack on the wire, not pickle)."""
         done = Outcome(*usage).usage()
+        endpoint = self._pool.endpoint_of(lease_id)
         await self._pool.release(lease_id, done)
         self._report(done)
+        await self._judge(endpoint, done)
+
+    async def _keep_gauges(self) -> None:
+        """In flight and the cap, set again while nothing changes them (a long
+        completion, a backoff): Ray's agent would drop them otherwise."""
+        while True:
+            await asyncio.sleep(metrics.GAUGE_REFRESH_S)
+            level = 0 if self._finished else self._pool.in_flight
+            metrics.permits(level, self._pool.current_limit)
+            self._count_cost()  # a GPU-hour price runs on with the clock
 
     def _report(self, done: Usage) -> None:
-        metrics.request_done(done, self._pool.in_flight, self._pool.current_limit)
+        level = 0 if self._finished else self._pool.in_flight  # a late report changes nothing
+        metrics.request_done(done, level, self._pool.current_limit)
+        self._count_cost()
+
+    def _count_cost(self) -> None:
+        spent = self._pool.spent_usd()
+        if spent is not None and spent > self._costed:
+            metrics.cost(spent - self._costed)
+            self._costed = spent
 
     async def swap(
         self,
@@ -79,10 +127,12 @@ class Gateway:
         a grant in turn (the oldest segment's request first, this one included), or None
         once stopping."""
         done = Outcome(*usage).usage()
+        await self._judge(self._pool.endpoint_of(lease_id), done)  # a trip refuses the swap
         try:
             lease = await self._pool.swap(lease_id, done, worker, tokens, priority)
         except Stopped:
             await self._pool.release(lease_id, done)  # refused before it was returned
+            self._halted()
             return None
         finally:
             self._report(done)
@@ -100,9 +150,37 @@ class Gateway:
             done = Outcome(*outcome).usage()
             self._pool.renew(endpoint, done, ago)
             self._report(done)
+            await self._judge(endpoint, done)
         first = self._numbers.take(seqs) if seqs else None
         keep = self._pool.keep(worker)
         return Word(first, keep, self._pool.stopped, self._rung.rung if self._rung else None)
+
+    async def _judge(self, endpoint: int | None, done: Usage) -> None:
+        """Fail-fast (ADR 0037): an endpoint refusing request after request the same way
+        (401, 403, 404) with no success since stops the run at once, as a Ctrl+C does;
+        the driver, waiting in `tripped`, prints the line and exits 1."""
+        if self._blame is None or endpoint is None:
+            return
+        status = self._streak.observe(endpoint, done.outcome)
+        if status is None:
+            return
+        self._trip_line = repeated_line(
+            self._urls[endpoint], status, self._streak.streak, self._blame
+        )
+        await self._pool.stop()
+        self._tripped.set()
+
+    def _halted(self) -> None:
+        """The pool stopped the run itself (a budget): the driver's word, as fail-fast's."""
+        if self._pool.halted is not None and not self._tripped.is_set():
+            self._trip_line, self._trip_exit = self._pool.halted, EXIT_INTERRUPTED
+            self._tripped.set()
+
+    async def tripped(self) -> tuple[str, int]:
+        """Wait until the gateway stops the run on its own — fail-fast (exit 1) or the
+        budget (exit 130, resumable) — and say why, with the exit code."""
+        await self._tripped.wait()
+        return self._trip_line, self._trip_exit
 
     async def give_back(self, lease_id: int, idle: int | None = None) -> None:
         """A permit no request used: granted to one that was cancelled or served
@@ -127,6 +205,13 @@ class Gateway:
 
     async def stop(self) -> None:
         await self._pool.stop()
+
+    async def finish(self) -> None:
+        """The run is over: nothing of it is on the wire any more, whatever permits
+        workers still keep, and the in-flight gauge says so before the actor ends."""
+        self._finished = True
+        await self._pool.stop()
+        metrics.in_flight(0)
 
     async def stats(self) -> dict[str, Any]:
         return {**self._pool.stats(), "attempts": self._numbers.issued}

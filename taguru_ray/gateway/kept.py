@@ -13,7 +13,7 @@ import secrets
 import time
 from typing import Any
 
-from taguru_ray.gateway.pool import Stopped
+from taguru_ray.gateway.pool import QUOTA_LOW_WATER, Stopped
 from taguru_ray.gateway.wire import Grant, KeptOutcome, Outcome, Waiter, Word
 from taguru_ray.llm.client import Usage
 
@@ -178,6 +178,7 @@ class GatewayAdmission:
             and usage.outcome == "ok"
             and len(self._held) <= self._keep
             and not self._stopped
+            and not _quota_low(usage, self._keep)
         ):
             self._kept.append((endpoint, fields, time.monotonic()))
             self._schedule_report()
@@ -251,6 +252,15 @@ class GatewayAdmission:
 
     async def next_attempt_seq(self) -> int:
         return int(await self._gateway.next_attempt_seq.remote())
+
+
+def _quota_low(usage: Usage, keep: int) -> bool:
+    """The provider says its window is nearly spent: the permit goes back to the gateway,
+    which then counts every request until the window resets (pool.QUOTA_LOW_WATER)."""
+    quota = usage.quota
+    return quota is not None and quota.requests is not None and (
+        quota.requests < QUOTA_LOW_WATER * max(keep, 1)
+    )
 
 
 class GatewayRung:

@@ -8,9 +8,18 @@ outcome. The pool enforces, across every worker:
 - requests and estimated tokens per sliding 60 s window (`--rpm`, `--tpm`);
 - per-endpoint health: a 429's Retry-After pauses every caller of that
   endpoint, and an endpoint that keeps failing is rested, doubling its rest;
-- least-in-flight balancing over the healthy endpoints (`--endpoint`, repeatable).
+- per-endpoint quota: what the provider's x-ratelimit-* headers say is left of
+  its windows; an endpoint is paused until its window resets once what is left
+  is spoken for, before a 429 says so (ADR 0039);
+- least-in-flight balancing over the healthy endpoints (`--endpoint`, repeatable);
+- the run's budget (`--budget-tokens`, `--budget-usd`): a request that would take
+  what is spent, plus what is on the wire, past it is not granted and the run
+  stops there, resumable (ADR 0040).
 
 Pure asyncio with an injectable clock: the Ray actor (`actor.py`) wraps it.
+
+Its length (over 400 lines) is one state machine's: every grant, release and
+report changes the same counters, queue and endpoints, so they stay together.
 """
 
 from __future__ import annotations
@@ -25,16 +34,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from taguru_ray.gateway.allowance import Allowance
 from taguru_ray.gateway.limits import AdaptiveLimit
 from taguru_ray.gateway.wire import Waiter
 from taguru_ray.llm.client import Usage
 from taguru_ray.llm.retry import BACKOFF_CEILING_SECONDS
 from taguru_ray.pipeline.effects import Stopped  # no new request goes on the wire
+from taguru_ray.pricing.tariff import Budget, Tariff
 
 WINDOW_SECONDS = 60.0
 FAILURES_BEFORE_REST = 3
 FIRST_REST_SECONDS = 15.0
 LONGEST_REST_SECONDS = 300.0
+# A quota with fewer than this many in-flight limits' worth of requests (or tokens)
+# left is counted request by request: no permit is kept past the pool.
+QUOTA_LOW_WATER = 2
 
 
 @dataclass
@@ -46,6 +60,8 @@ class Endpoint:
     failures: int = 0  # consecutive
     rests: int = 0
     completions: int = 0
+    issued: int = 0  # requests granted to it, ever: which ones a quota report has not seen
+    quota: Allowance | None = None  # its headers' word, while its window lasts
 
     def ready(self, now: float) -> bool:
         return now >= self.paused_until and now >= self.rested_until
@@ -61,6 +77,7 @@ class Lease:
     worker: str
     tokens: int
     started: float
+    issued: int = 0  # the endpoint's `issued` count when this one was granted
 
 
 @dataclass
@@ -71,6 +88,9 @@ class PermitPool:
     tpm: int = 0
     clock: Callable[[], float] = time.monotonic
     window: float = WINDOW_SECONDS  # the sliding window of --rpm/--tpm
+    budget: Budget = field(default_factory=Budget)
+    tariff: Tariff = field(default_factory=Tariff)
+    halted: str | None = None  # why the pool stopped the run itself (the budget)
     endpoints: list[Endpoint] = field(init=False)
     adaptive: AdaptiveLimit | None = field(init=False)
     in_flight: int = 0
@@ -91,6 +111,9 @@ class PermitPool:
     _queue: list[Waiter] = field(default_factory=list)  # a heap: the next grant first
     _order: itertools.count[int] = field(default_factory=itertools.count)
     _timer: asyncio.TimerHandle | None = None  # a pause or a rate window opening
+    _request_tokens: float = 1000.0  # tokens a completion costs, a moving average
+    _reserved: int = 0  # estimated tokens of the requests on the wire
+    _began: float | None = None  # the first grant: a GPU-hour price counts from there
 
     def __post_init__(self) -> None:
         self.endpoints = [Endpoint(url) for url in self.urls]
@@ -152,15 +175,37 @@ class PermitPool:
                 return  # the next release dispatches again
             now = self.clock()
             self._slide(now)
-            index = self._pick(now)
+            index = self._pick(now, head.tokens)
             wait = self._wait_for(now, head.tokens)
             if index is None or wait > 0:
                 if index is None:  # every endpoint paused or rested
                     wait = max(wait, min(e.opens_at() for e in self.endpoints) - now)
                 self._arm(max(wait, 0.001))
                 return
+            if self.budget.set:
+                why = self._over_budget(head.tokens, now)
+                if why is not None:
+                    self.halted = why
+                    self._stop_now()
+                    return
             heapq.heappop(self._queue)
             head.future.set_result(self._grant(index, head.worker, head.tokens, now))
+
+    def _over_budget(self, tokens: int, now: float) -> str | None:
+        began = now if self._began is None else self._began
+        return self.budget.crossing(
+            self.tariff,
+            (self.input_tokens, self.output_tokens),
+            self._reserved,
+            tokens,
+            now - began,
+        )
+
+    def spent_usd(self) -> float | None:
+        """What the run's answered tokens (or its hours) cost so far, when priced."""
+        began = self._began
+        seconds = 0.0 if began is None else self.clock() - began
+        return self.tariff.cost(self.input_tokens, self.output_tokens, seconds)
 
     def _arm(self, delay: float) -> None:
         loop = asyncio.get_running_loop()
@@ -175,13 +220,27 @@ class PermitPool:
         self._timer = None
         self._dispatch()
 
-    def _pick(self, now: float) -> int | None:
+    def _pick(self, now: float, tokens: int = 0) -> int | None:
         if self.in_flight >= self.current_limit:
             return None
-        ready = [i for i, e in enumerate(self.endpoints) if e.ready(now)]
+        ready = [i for i, e in enumerate(self.endpoints) if self._open(e, now, tokens)]
         if not ready:
             return None
         return min(ready, key=lambda i: (self.endpoints[i].in_flight, i))
+
+    @staticmethod
+    def _open(endpoint: Endpoint, now: float, tokens: int) -> bool:
+        """Ready, and its quota (when stated) takes one more request of `tokens`; a quota
+        spent pauses the endpoint until its window resets, for every caller."""
+        quota = endpoint.quota
+        if quota is not None:
+            if quota.lapsed(now):
+                endpoint.quota = None  # a new window: unknown until an answer says
+            else:
+                ends = quota.exhausted(tokens)
+                if ends is not None:
+                    endpoint.paused_until = max(endpoint.paused_until, ends)
+        return endpoint.ready(now)
 
     def _wait_for(self, now: float, tokens: int) -> float:
         """Seconds until the rate windows admit one more request (0 = now)."""
@@ -201,9 +260,16 @@ class PermitPool:
             self._tokens.popleft()
 
     def _grant(self, index: int, worker: str, tokens: int, now: float) -> Lease:
-        lease = Lease(next(self._ids), index, worker, tokens, now)
+        endpoint = self.endpoints[index]
+        lease = Lease(next(self._ids), index, worker, tokens, now, endpoint.issued)
         self._leases[lease.lease_id] = lease
-        self.endpoints[index].in_flight += 1
+        endpoint.issued += 1
+        self._reserved += tokens
+        if self._began is None:
+            self._began = now
+        if endpoint.quota is not None:
+            endpoint.quota.spend(tokens)
+        endpoint.in_flight += 1
         self.in_flight += 1
         self._held[worker] += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -233,6 +299,7 @@ class PermitPool:
         self._dispatch()
 
     def _free(self, lease: Lease) -> None:
+        self._reserved -= lease.tokens
         self.endpoints[lease.endpoint].in_flight -= 1
         self.in_flight -= 1
         self._held[lease.worker] -= 1
@@ -246,6 +313,10 @@ class PermitPool:
         since, with a later request's outcome)."""
         if 0 <= endpoint < len(self.endpoints):
             self.renewed += 1
+            if usage.quota is not None:
+                # Which requests this one preceded is not known here: all on the wire.
+                unseen = self.endpoints[endpoint].in_flight
+                self._heed(self.endpoints[endpoint], usage, unseen, self._request_tokens)
             self._account(endpoint, usage, self.clock() - max(ago, 0.0), self._on_wire())
             self._dispatch()  # the adaptive limit may have risen: grant what it allows
 
@@ -265,11 +336,19 @@ class PermitPool:
         Otherwise all of them, unless another worker waits here, when a fair share;
         and when the limit fell below what is out, what is out less the excess."""
         now = self.clock()
-        if self.stopped or self.rpm or self.tpm:
+        if self.stopped or self.rpm or self.tpm or self.budget.set:
             return 0
         if any(not endpoint.ready(now) for endpoint in self.endpoints):
             return 0
         limit = self.current_limit
+        # Near a quota's end every request is counted here: kept permits go unseen
+        # until their outcomes are reported.
+        low = QUOTA_LOW_WATER * limit
+        if any(
+            e.quota is not None and e.quota.low(low, low * self._request_tokens)
+            for e in self.endpoints
+        ):
+            return 0
         held = self._held.get(worker, 0)
         if self.in_flight > limit:
             return max(held - (self.in_flight - limit), 0)
@@ -280,7 +359,25 @@ class PermitPool:
 
     def _settle(self, lease: Lease, usage: Usage) -> None:
         self._free(lease)
+        endpoint = self.endpoints[lease.endpoint]
+        if usage.quota is not None:
+            # Requests granted after this one may have reached the provider after it
+            # counted what is left: they are spent from its word.
+            self._heed(endpoint, usage, endpoint.issued - lease.issued - 1, lease.tokens)
         self._account(lease.endpoint, usage, self.clock(), self._on_wire() + 1)
+
+    def _heed(self, endpoint: Endpoint, usage: Usage, unseen: int, tokens: int) -> None:
+        """Take a quota report's word, less the `unseen` requests (of about `tokens`
+        each) granted since that the provider may not have counted yet."""
+        quota = usage.quota
+        assert quota is not None
+        now = self.clock()
+        endpoint.quota = Allowance(
+            None if quota.requests is None else quota.requests - max(unseen, 0),
+            now + (quota.requests_reset or 0.0),
+            None if quota.tokens is None else quota.tokens - max(unseen, 0) * tokens,
+            now + (quota.tokens_reset or 0.0),
+        )
 
     def _on_wire(self) -> int:
         """Permits out, less those idle at their workers: requests on the wire."""
@@ -292,6 +389,9 @@ class PermitPool:
         self.outcomes[usage.outcome] += 1
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
+        if usage.outcome == "ok" and usage.input_tokens + usage.output_tokens:
+            spent = usage.input_tokens + usage.output_tokens
+            self._request_tokens += (spent - self._request_tokens) * 0.1
         if usage.retry_after is not None and math.isfinite(usage.retry_after):
             pause = min(max(usage.retry_after, 0.0), BACKOFF_CEILING_SECONDS)  # as promised
             endpoint.paused_until = max(endpoint.paused_until, now + pause)
@@ -321,6 +421,11 @@ class PermitPool:
     def incarnation(self, index: int) -> str | None:
         return self._incarnations.get(index)
 
+    def endpoint_of(self, lease_id: int) -> int | None:
+        """The endpoint lease `lease_id` was granted on, while it is out."""
+        lease = self._leases.get(lease_id)
+        return None if lease is None else lease.endpoint
+
     def forget(self, index: int, incarnation: str | None) -> None:
         """Worker `index`'s `incarnation` died and no successor has registered within the
         driver's patience (its node was taken back and the actor cannot restart yet):
@@ -349,6 +454,9 @@ class PermitPool:
 
     async def stop(self) -> None:
         """Refuse every permit from now on, to the callers waiting too."""
+        self._stop_now()
+
+    def _stop_now(self) -> None:
         self.stopped = True
         queue, self._queue = self._queue, []
         for waiter in queue:
@@ -368,6 +476,8 @@ class PermitPool:
             "outcomes": dict(self.outcomes),
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            "cost_usd": self.spent_usd(),
+            "halted": self.halted,
             "endpoints": [
                 {
                     "url": e.url,

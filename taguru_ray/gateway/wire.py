@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from taguru_ray.llm.client import Usage
+from taguru_ray.llm.quota import Quota
 
 
 class Grant(NamedTuple):
@@ -32,6 +33,7 @@ class Outcome(NamedTuple):
     input_tokens: int
     output_tokens: int
     retry_after: float | None
+    quota: tuple[Any, ...] | None  # a `Quota`, as a plain tuple
 
     @staticmethod
     def of(usage: Usage) -> Outcome:
@@ -41,10 +43,12 @@ class Outcome(NamedTuple):
             usage.input_tokens,
             usage.output_tokens,
             usage.retry_after,
+            None if usage.quota is None else tuple(usage.quota),
         )
 
     def usage(self) -> Usage:
-        return Usage(*self)
+        quota = None if self.quota is None else Quota(*self.quota)
+        return Usage(*self[:5], quota=quota)
 
 
 class KeptOutcome(NamedTuple):

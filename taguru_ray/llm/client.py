@@ -10,26 +10,26 @@ an exception: the caller classifies it into an attempt state.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
-from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
-from aiohttp.helpers import basicauth_from_netrc, get_env_proxy_for_url, netrc_from_env
-from yarl import URL
 
 from taguru_ray.contract.completion import Completion, CompletionRequest
+from taguru_ray.contract.settings.groups import Transport
+from taguru_ray.llm.quota import RETRY_AFTER_MS, Quota, read_quota, retry_after_ms
 from taguru_ray.llm.retry import (
+    BACKOFF_CEILING_SECONDS,
     TRANSPORT_TRIES,
     CompletionTimeout,
     RetryableStatus,
     parse_retry_after,
     transport_retrying,
 )
+from taguru_ray.llm.route import Route, endpoint_url
 from taguru_ray.llm.scrub import Scrubber
 
 Seq = int | Awaitable[int]  # an attempt_seq, or one on its way
@@ -44,6 +44,7 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     retry_after: float | None = None  # a 429's Retry-After: pauses the endpoint for everyone
+    quota: Quota | None = None  # what the provider's x-ratelimit-* headers said is left
 
 
 class Admission(Protocol):
@@ -98,51 +99,6 @@ def open_session() -> aiohttp.ClientSession:
     )
 
 
-@dataclass(frozen=True)
-class Route:
-    """How requests reach one endpoint: its URL, and what the environment adds."""
-
-    url: str
-    proxy: URL | None = None
-    proxy_auth: aiohttp.BasicAuth | None = None
-    auth: aiohttp.BasicAuth | None = None  # from ~/.netrc (NETRC), when no API key is set
-
-    @property
-    def key_header(self) -> str:
-        """How the API key is sent: Azure OpenAI takes an ``api-key`` header, every other
-        OpenAI-compatible server a Bearer ``Authorization``."""
-        host = URL(self.url).host or ""
-        return "api-key" if host.endswith(AZURE_HOSTS) else "Authorization"
-
-    @classmethod
-    def from_environment(cls, url: str, *, api_key: bool) -> Route:
-        """What aiohttp's `trust_env` would apply: HTTP(S)_PROXY unless NO_PROXY names
-        the host, and the host's netrc entry unless a Bearer key is sent."""
-        target = URL(url)
-        proxy, proxy_auth = None, None
-        with contextlib.suppress(LookupError):
-            proxy, proxy_auth = get_env_proxy_for_url(target)
-        auth = None
-        if not api_key and target.host is not None:
-            with contextlib.suppress(LookupError):
-                auth = basicauth_from_netrc(netrc_from_env(), target.host)
-        return cls(url, proxy, proxy_auth, auth)
-
-
-AZURE_HOSTS = (".openai.azure.com", ".cognitiveservices.azure.com")
-
-
-def endpoint_url(url: str) -> str:
-    """TAGURU_EXTRACT_URL names the /chat/completions endpoint; a bare base URL
-    (``…/v1``) is completed so Ollama- and vLLM-style base URLs work as typed. The
-    query (Azure's ``?api-version=…``) stays where it was, after the path."""
-    parts = urlsplit(url)
-    path = parts.path.rstrip("/")
-    if not path.endswith("/chat/completions"):
-        path += "/chat/completions"
-    return urlunsplit(parts._replace(path=path))
-
-
 class ChatClient:
     """Completions with one model against one or several endpoints (admission picks).
 
@@ -161,6 +117,7 @@ class ChatClient:
         timeout_secs: float,
         admission: Admission | None = None,
         clock: Callable[[], float] = time.monotonic,
+        key_header: str = "auto",
     ) -> None:
         self._http = http
         self._routes = [
@@ -170,7 +127,8 @@ class ChatClient:
         self._model = model
         self._headers = [{"Content-Type": "application/json"} for _ in self._routes]
         for route, headers in zip(self._routes, self._headers, strict=True):
-            if api_key and route.key_header == "api-key":
+            style = route.key_header if key_header == "auto" else key_header
+            if api_key and style == "api-key":
                 headers["api-key"] = api_key
             elif api_key:
                 headers["Authorization"] = f"Bearer {api_key}"
@@ -178,6 +136,24 @@ class ChatClient:
         self._timeout = timeout_secs or None
         self._admission = admission or Unlimited()
         self._clock = clock
+        # Hears the cause of each HTTP try that is tried again (`retry.retry_cause`):
+        # a worker counts them for Prometheus.
+        self.on_retry: Callable[[str], None] | None = None
+
+    @classmethod
+    def of(
+        cls, http: aiohttp.ClientSession, transport: Transport, admission: Admission | None = None
+    ) -> ChatClient:
+        """The client a run's `Transport` settings describe."""
+        return cls(
+            http,
+            list(transport.endpoints),
+            transport.model,
+            api_key=transport.api_key,
+            timeout_secs=transport.timeout_secs,
+            admission=admission,
+            key_header=transport.api_key_header,
+        )
 
     async def complete(self, request: CompletionRequest) -> Completion:
         body: dict[str, Any] = {
@@ -193,7 +169,10 @@ class ChatClient:
         tries = 0
         numbered: list[Seq] = []  # this call's attempt_seq, set by its first try
         try:
-            async for attempt in transport_retrying(retry_timeouts=request.retry_timeouts):
+            retrying = transport_retrying(
+                retry_timeouts=request.retry_timeouts, on_retry=self.on_retry
+            )
+            async for attempt in retrying:
                 with attempt:
                     tries += 1
                     payload = await self._post(body, request, numbered)
@@ -240,14 +219,21 @@ class ChatClient:
                 ) as response,
             ):
                 status = response.status
-                retry_header = response.headers.get("retry-after")
+                headers = response.headers
+                quota = read_quota(headers, time.time())
                 raw = await _read_capped(response)
-            usage = Usage(f"http_{status}", self._clock() - began)
+            usage = Usage(f"http_{status}", self._clock() - began, quota=quota)
             text = raw.decode("utf-8", errors="replace")
             if status == 429 or status >= 500:
-                retry_after = parse_retry_after(retry_header)
+                retry_after = retry_after_ms(headers.get(RETRY_AFTER_MS))
+                if retry_after is None:
+                    retry_after = parse_retry_after(headers.get("retry-after"))
+                else:
+                    retry_after = min(retry_after, BACKOFF_CEILING_SECONDS)
                 if status == 429:
-                    usage = Usage("http_429", usage.latency_seconds, retry_after=retry_after)
+                    usage = Usage(
+                        "http_429", usage.latency_seconds, retry_after=retry_after, quota=quota
+                    )
                 raise RetryableStatus(status, _excerpt(self._scrub(text)), retry_after)
             if status >= 400:
                 raise FatalStatus(status, _excerpt(self._scrub(text)))
@@ -265,6 +251,7 @@ class ChatClient:
                 self._clock() - began,
                 _int(tokens.get("prompt_tokens")) or 0,
                 _int(tokens.get("completion_tokens")) or 0,
+                quota=quota,
             )
             return payload
         except TimeoutError:
@@ -274,6 +261,11 @@ class ChatClient:
             await self._admission.release(lease, usage)
             if numbered and not isinstance(numbered[0], int):
                 numbered[0] = await numbered[0]  # numbered while the request was out
+
+    def route(self, endpoint: int) -> tuple[Route, dict[str, str]]:
+        """How requests reach endpoint `endpoint`: its route and headers, the key's among
+        them — for the preflight, which must ask as the completions will."""
+        return self._routes[endpoint], self._headers[endpoint]
 
     def _failed(
         self,
@@ -377,6 +369,7 @@ __all__ = [
     "ChatClient",
     "Completion",
     "CompletionRequest",
+    "Route",
     "Unlimited",
     "Usage",
     "endpoint_url",

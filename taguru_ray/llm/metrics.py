@@ -1,10 +1,15 @@
 """Ray metrics for Prometheus: what a person watches on a cluster's dashboard.
 
-Recorded where the fact is known — the gateway for requests, permits and
-tokens, the workers for attempt states and ladder moves — and exported by
-Ray's metrics agent on every node (`ray metrics launch-prometheus`, or any
-Prometheus scraping the nodes). Created lazily: a metric exists only in a
-process Ray runs.
+Recorded where the fact is known — the gateway for requests, their latency, permits,
+tokens and cost, the workers for attempt states, ladder moves and transport retries,
+the driver for the run's segments — and exported by Ray's metrics agent on every node
+(`ray metrics launch-prometheus`, or any Prometheus scraping the nodes). Ray prefixes
+each name with ``ray_`` and a counter's with ``_total`` too: ``taguru_ray_requests``
+is scraped as ``ray_taguru_ray_requests_total`` (`cluster/grafana-dashboard.json`).
+
+Every series carries the run's `run_id` and `model`: a process running a run's actor
+names them once (`label`); the driver, which may run several runs, names them per call.
+Created lazily: a metric exists only in a process Ray runs.
 """
 
 from __future__ import annotations
@@ -12,41 +17,92 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from ray.util.metrics import Counter, Gauge
+from ray.util.metrics import Counter, Gauge, Histogram
 
 from taguru_ray.llm.client import Usage
+
+RUN = ("run_id", "model")  # on every series
+LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120, 300, 600)
+SEGMENT_OUTCOMES = ("written", "unchanged", "failed", "interrupted")
+# Ray's agent drops a gauge its process has not set for two report intervals (2 x 10 s),
+# however long the process lives: a gauge that may stand still is set again this often.
+GAUGE_REFRESH_S = 5.0
 
 
 @cache
 def _metrics() -> dict[str, Any]:
-    return {
+    metrics: dict[str, Any] = {
         "requests": Counter(
             "taguru_ray_requests",
             "HTTP requests to model endpoints, by outcome",
-            tag_keys=("outcome",),
+            tag_keys=(*RUN, "outcome"),
         ),
-        "in_flight": Gauge("taguru_ray_in_flight", "completions on the wire now"),
-        "limit": Gauge("taguru_ray_inflight_limit", "the in-flight cap now (adaptive or fixed)"),
+        "latency": Histogram(
+            "taguru_ray_request_seconds",
+            "seconds an HTTP request to a model endpoint took, by outcome",
+            boundaries=list(LATENCY_BUCKETS),
+            tag_keys=(*RUN, "outcome"),
+        ),
+        "in_flight": Gauge("taguru_ray_in_flight", "completions on the wire now", tag_keys=RUN),
+        "limit": Gauge(
+            "taguru_ray_inflight_limit", "the in-flight cap now (adaptive or fixed)", tag_keys=RUN
+        ),
         "tokens": Counter(
-            "taguru_ray_tokens", "tokens reported by the endpoints", tag_keys=("direction",)
+            "taguru_ray_tokens",
+            "tokens reported by the endpoints, by direction (input, output)",
+            tag_keys=(*RUN, "direction"),
+        ),
+        "cost": Counter(
+            "taguru_ray_cost_usd", "what the tokens cost at the model's price, in USD", tag_keys=RUN
         ),
         "attempts": Counter(
             "taguru_ray_attempts",
             "extraction attempts, by terminal state",
-            tag_keys=("state", "stage"),
+            tag_keys=(*RUN, "state", "stage"),
         ),
-        "retries": Counter("taguru_ray_transport_retries", "transport tries that failed"),
-        "moves": Counter("taguru_ray_moves", "ladder moves, by kind", tag_keys=("move",)),
+        "retries": Counter(
+            "taguru_ray_transport_retries",
+            "HTTP tries that failed and were tried again, by cause (http_429, http_503, "
+            "timeout, transport, ...)",
+            tag_keys=(*RUN, "cause"),
+        ),
+        "moves": Counter("taguru_ray_moves", "ladder moves, by kind", tag_keys=(*RUN, "move")),
+        "segments": Gauge("taguru_ray_segments", "segments in the run", tag_keys=RUN),
+        "segments_done": Counter(
+            "taguru_ray_segments_done",
+            "segments the run has settled, by outcome (written, unchanged, failed, interrupted)",
+            tag_keys=(*RUN, "outcome"),
+        ),
     }
+    for metric in metrics.values():
+        metric.set_default_tags({"run_id": "", "model": ""})
+    return metrics
+
+
+def label(run_id: str, model: str) -> None:
+    """This process runs an actor of run `run_id` with `model`: every series it records
+    from now on carries both."""
+    for metric in _metrics().values():
+        metric.set_default_tags({"run_id": run_id, "model": model})
 
 
 def in_flight(level: int) -> None:
     _metrics()["in_flight"].set(level)
 
 
+def permits(level: int, limit: int) -> None:
+    """Completions on the wire now, and the cap."""
+    m = _metrics()
+    m["in_flight"].set(level)
+    m["limit"].set(limit)
+
+
 def request_done(usage: Usage, level: int, limit: int) -> None:
+    """One HTTP try ended: its outcome, latency and tokens, and the permits now."""
     m = _metrics()
     m["requests"].inc(tags={"outcome": usage.outcome})
+    if usage.latency_seconds > 0:  # a connection that failed before any answer is not timed
+        m["latency"].observe(usage.latency_seconds, tags={"outcome": usage.outcome})
     m["in_flight"].set(level)
     m["limit"].set(limit)
     if usage.input_tokens:
@@ -55,12 +111,33 @@ def request_done(usage: Usage, level: int, limit: int) -> None:
         m["tokens"].inc(usage.output_tokens, tags={"direction": "output"})
 
 
-def attempt(state: str, stage: str, retries: int) -> None:
-    m = _metrics()
-    m["attempts"].inc(tags={"state": state, "stage": stage})
-    if retries:
-        m["retries"].inc(retries)
+def cost(usd: float) -> None:
+    """`usd` more spent (a completion's tokens at the model's price, or GPU time)."""
+    if usd > 0:
+        _metrics()["cost"].inc(usd)
+
+
+def transport_retry(cause: str) -> None:
+    """An HTTP try failed with `cause` and is tried again (`retry.retry_cause`)."""
+    _metrics()["retries"].inc(tags={"cause": cause})
+
+
+def attempt(state: str, stage: str) -> None:
+    _metrics()["attempts"].inc(tags={"state": state, "stage": stage})
 
 
 def move(kind: str) -> None:
     _metrics()["moves"].inc(tags={"move": kind})
+
+
+def segments(total: int, *, run_id: str, model: str) -> None:
+    """The driver knows how many segments run `run_id` has."""
+    _metrics()["segments"].set(total, tags={"run_id": run_id, "model": model})
+
+
+def segments_done(outcome: str, count: int, *, run_id: str, model: str) -> None:
+    """`count` more segments of run `run_id` settled as `outcome`."""
+    if count > 0:
+        _metrics()["segments_done"].inc(
+            count, tags={"run_id": run_id, "model": model, "outcome": outcome}
+        )

@@ -10,6 +10,7 @@ the server's own instruction beats a guess. Any other 4xx fails at once.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import aiohttp
 from tenacity import (
@@ -70,15 +71,34 @@ def _retryable_but_timeouts(error: BaseException) -> bool:
     return _retryable(error) and not isinstance(error, CompletionTimeout)
 
 
-def transport_retrying(*, retry_timeouts: bool = True) -> AsyncRetrying:
+def retry_cause(error: BaseException | None) -> str:
+    """Why a try is tried again, as the metrics name it: ``http_<status>`` for a 429 or
+    5xx, ``timeout``, or ``transport`` (the connection failed)."""
+    if isinstance(error, RetryableStatus):
+        return f"http_{error.status}"
+    if isinstance(error, CompletionTimeout):
+        return "timeout"
+    return "transport"
+
+
+def transport_retrying(
+    *, retry_timeouts: bool = True, on_retry: Callable[[str], None] | None = None
+) -> AsyncRetrying:
     """A fresh retrying controller for one completion attempt.
 
     Under the escalation ladder a timeout is not retried at the same size
     (taguru ADR 0020): the split is the retry, so the caller turns `retry_timeouts` off.
+    `on_retry` hears the cause (`retry_cause`) of each try that is tried again.
     """
+
+    def before_sleep(state: RetryCallState) -> None:
+        if on_retry is not None:
+            on_retry(retry_cause(state.outcome.exception() if state.outcome else None))
+
     return AsyncRetrying(
         stop=stop_after_attempt(TRANSPORT_TRIES),
         wait=_wait,
         retry=retry_if_exception(_retryable if retry_timeouts else _retryable_but_timeouts),
+        before_sleep=before_sleep,
         reraise=True,
     )

@@ -9,6 +9,9 @@ Kinds and what the client sees:
 
 - `429`, `500`, `503`: that HTTP status with an OpenAI-style error body
   (429 also carries `Retry-After`).
+- `401`, `403`, `404`: a refused key, a key without access, an unknown model
+  (`model_not_found`) — what no retry mends; a script rule with `after` makes a
+  key revoked mid-run.
 - `stall`: the request hangs, holding its slot, then answers normally.
 - `malformed`: status 200, content that is not JSON (a cut-off object).
 - `fenced`: the answer inside a ```json fence after a line of prose, as a
@@ -91,9 +94,12 @@ FaultKind = Literal[
     "dangling_alias",
     "reject_schema",
     "schema_loop",
+    "401",
+    "403",
+    "404",
 ]
 FAULT_KINDS: tuple[FaultKind, ...] = get_args(FaultKind)
-HTTP_FAULTS: frozenset[FaultKind] = frozenset({"429", "500", "503"})
+HTTP_FAULTS: frozenset[FaultKind] = frozenset({"429", "500", "503", "401", "403", "404"})
 SCHEMA_FAULTS: frozenset[FaultKind] = frozenset({"reject_schema", "schema_loop"})
 
 MALFORMED_CONTENT = '{"associations": [{"subject": "x"'

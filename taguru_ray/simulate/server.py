@@ -12,6 +12,12 @@ so a client that gives up on a stalled request still shows in `/stats`.
 The server runs with handler cancellation on: a client that disconnects
 frees its slot, as a real model server aborts an abandoned generation.
 
+`--require-key KEY` answers 401 to a completion or a model list without that key
+(a Bearer, or Azure's api-key header); `--served-model NAME` (repeatable) serves
+those names alone — another is a 404 `model_not_found` — and `GET /v1/models`
+lists them (by default it lists `taguru-sim` and `*`: any name is served). Model
+lists are counted apart from completions, under `models` in `/stats`.
+
 `POST /v1/embeddings` answers deterministic vectors (simulate/embeddings.py) at
 once, outside the slots and the fault script.
 
@@ -24,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import random
 import socket
 import time
@@ -55,7 +62,8 @@ from taguru_ray.simulate.faults import (
     parse_rules,
     pick_rate_fault,
 )
-from taguru_ray.simulate.vary import run_of, vary_answer
+from taguru_ray.simulate.quota import QuotaWindow
+from taguru_ray.simulate.vary import run_of, vary_answer, without_run
 
 MODEL_ID = "taguru-sim"
 MAX_BODY_BYTES = 64 * 1024 * 1024  # aiohttp's 1 MiB default is below a big chunk
@@ -81,6 +89,24 @@ class SimulatorConfig:
     # the times this simulator answered the same prompt before (a benchmark's runs of
     # one model ask it one after another, so run k asks each prompt the k-th time).
     vary_run: int | str = 0
+    # A provider's fixed-window rate limit, stated in x-ratelimit-* headers (quota.py).
+    rate_limit_requests: int = 0
+    rate_limit_tokens: int = 0
+    rate_limit_window: float = 60.0
+    require_key: str | None = None  # --require-key: a 401 for a request without it
+    served_models: tuple[str, ...] = ()  # --served-model: these alone (empty: any name)
+
+    def authorized(self, headers: Mapping[str, str]) -> bool:
+        """Whether a request carries the key `require_key` asks for (as a Bearer, or in
+        Azure's api-key header); always, when no key is required."""
+        if self.require_key is None:
+            return True
+        bearer = headers.get("Authorization", "")
+        return bearer == f"Bearer {self.require_key}" or headers.get("api-key") == self.require_key
+
+    def serves(self, model: str) -> bool:
+        """Whether `model` (less a `#run<N>` suffix, simulate/vary.py) is served."""
+        return not self.served_models or without_run(model) in self.served_models
 
     def service_seconds(self, completion_tokens: int) -> float:
         """Time a request holds its slot: first token, then decoding."""
@@ -152,6 +178,7 @@ class Counters:
     # (seconds since the counters started, outcome) per request, newest last:
     # lets a test see *when* requests arrived, e.g. none inside a Retry-After pause.
     arrivals: deque[tuple[float, str]] = field(default_factory=lambda: deque(maxlen=100_000))
+    models: Counter[int] = field(default_factory=Counter)  # GET /v1/models by status
     started: float = field(default_factory=time.monotonic)
 
     def count(self, outcome: str) -> None:
@@ -170,6 +197,9 @@ class Simulator:
         self._rng = random.Random(config.seed)
         self._next_id = 0
         self.asked: Counter[tuple[str, str]] = Counter()  # (model, first user turn) answered
+        self.quota = QuotaWindow(
+            config.rate_limit_requests, config.rate_limit_tokens, config.rate_limit_window
+        )
 
     def reset(self) -> None:
         """Back to a fresh start (keeping the current script rules).
@@ -179,6 +209,7 @@ class Simulator:
         `max_in_flight` restarts from what is holding a slot right now.
         """
         self.counters = Counters()
+        self.quota.reset()
         self.script.reset_counters()
         self._rng = random.Random(self.config.seed)
         self.slots.max_in_flight = self.slots.in_flight
@@ -196,6 +227,10 @@ class Simulator:
             "completion_tokens": c.completion_tokens,
             "prompts": dict(sorted(c.prompts.items())),
             "arrivals": [list(entry) for entry in c.arrivals],
+            "models": {
+                "requests": sum(c.models.values()),
+                "by_status": {str(k): v for k, v in sorted(c.models.items())},
+            },
         }
 
     def admit(self, user_turn: str | None) -> Fault | None:
@@ -310,6 +345,10 @@ def _parse_chat_request(body: object) -> _ChatRequest | str:
 
 async def _chat_completions(request: web.Request) -> web.Response:
     sim = request.app[SIMULATOR]
+    if not sim.config.authorized(request.headers):
+        sim.counters.requests += 1
+        sim.counters.count("401")
+        return _http_fault(Fault("401"), sim.config)
     try:
         body: object = json.loads(await request.read())
     except ValueError:
@@ -319,6 +358,10 @@ async def _chat_completions(request: web.Request) -> web.Response:
         sim.counters.requests += 1
         sim.counters.count("bad_request")
         return _error(400, parsed, "invalid_request_error")
+    if not sim.config.serves(parsed.model):
+        sim.counters.requests += 1
+        sim.counters.count("404")
+        return _http_fault(Fault("404"), sim.config)
 
     if sim.config.capture:
         line = json.dumps({"messages": parsed.messages}, ensure_ascii=False) + "\n"
@@ -326,6 +369,25 @@ async def _chat_completions(request: web.Request) -> web.Response:
             capture.write(line)
     user_turn = first_user_turn(parsed.messages)
     fault = sim.admit(user_turn)
+    quota_headers: dict[str, str] = {}
+    if sim.quota.active:
+        now = time.monotonic()
+        prompt = estimate_tokens("".join(content_text(m.get("content")) for m in parsed.messages))
+        if not sim.quota.admit(prompt + (parsed.max_tokens or prompt), now):
+            sim.counters.count("rate_limited")
+            wait = sim.quota.retry_after(now)
+            return _error(
+                429,
+                "Rate limit reached for requests (simulated): the window is spent",
+                "rate_limit_error",
+                code="rate_limit_exceeded",
+                headers={
+                    **sim.quota.headers(now),
+                    "Retry-After": str(math.ceil(wait)),
+                    "retry-after-ms": str(math.ceil(wait * 1000)),
+                },
+            )
+        quota_headers = sim.quota.headers(now)
     if (
         fault is not None
         and fault.kind in SCHEMA_FAULTS
@@ -384,7 +446,8 @@ async def _chat_completions(request: web.Request) -> web.Response:
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
             },
-        }
+        },
+        headers=quota_headers,
     )
 
 
@@ -420,6 +483,27 @@ def _http_fault(fault: Fault, config: SimulatorConfig) -> web.Response:
         )
     if fault.kind == "503":
         return _error(503, "The model is overloaded (simulated)", "server_error", "overloaded")
+    if fault.kind == "401":
+        return _error(
+            401,
+            "Incorrect API key provided (simulated)",
+            "invalid_request_error",
+            "invalid_api_key",
+        )
+    if fault.kind == "403":
+        return _error(
+            403,
+            "This key has no access to this model (simulated)",
+            "invalid_request_error",
+            "permission_denied",
+        )
+    if fault.kind == "404":
+        return _error(
+            404,
+            "The model does not exist or you do not have access to it (simulated)",
+            "invalid_request_error",
+            "model_not_found",
+        )
     return _error(500, "The server had an error (simulated)", "server_error", "internal_error")
 
 
@@ -453,8 +537,19 @@ async def _embeddings(request: web.Request) -> web.Response:
 
 
 async def _models(request: web.Request) -> web.Response:
+    """The served models; `*` after `taguru-sim` when any name is served (as a proxy lists
+    a wildcard route). Counted by status, apart from the completions."""
+    sim = request.app[SIMULATOR]
+    if not sim.config.authorized(request.headers):
+        sim.counters.models[401] += 1
+        return _http_fault(Fault("401"), sim.config)
+    sim.counters.models[200] += 1
+    names = sim.config.served_models or (MODEL_ID, "*")
     return web.json_response(
-        {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "owned_by": "taguru-ray"}]}
+        {
+            "object": "list",
+            "data": [{"id": name, "object": "model", "owned_by": "taguru-ray"} for name in names],
+        }
     )
 
 

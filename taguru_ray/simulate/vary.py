@@ -65,6 +65,11 @@ def run_of(model: str, default: int = 0) -> int:
     return int(found.group(1)) if found else default
 
 
+def without_run(model: str) -> str:
+    """The model name less its `#run<N>` suffix: the model a request asks for."""
+    return _RUN_SUFFIX.sub("", model)
+
+
 @functools.lru_cache(maxsize=4096)
 def vary_answer(answer: str, user_turn: str, *, rate: float, seed: int = 0, run: int = 0) -> str:
     """`answer` (compact JSON text) as run `run` of vary seed `seed` gives it.

@@ -19,6 +19,9 @@ Unfiltered, no texts are rendered, so the view stays one line per completion.
 A line that is not a JSON object (a torn last line of a killed run) is
 counted and said, never a failure. Record types this view has no row for
 (``system``, ``replay_summary``, later additions) are skipped.
+
+`attempts_table` is the same rows as one typed `Table` over many logs (an
+--out's every segment): what ``taguru_ray.inspect`` hands a notebook as Arrow.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from taguru_ray.contract.records.attempts import (
     SettingsRecord,
 )
 from taguru_ray.tools.records import Lines, Record, attempt_key
+from taguru_ray.tools.tables import Column, Table
 
 GLEANING = "gleaning"  # seed 002's "what did you miss" passes: never a correction
 ISSUES_SHOWN = 3
@@ -166,6 +170,58 @@ class AttemptsReport:
             "unreadable_lines": self.unreadable_lines,
             "matched": self.matched,
         }
+
+
+# The columns of `attempts_table`: where the row is from, then AttemptRow's fields in
+# their order (the keys of an ``inspect --json`` attempt), then the texts when asked.
+ATTEMPT_COLUMNS = [
+    Column("source", "str"),  # the segment's source, as its attempts log names it
+    Column("log", "str"),  # the attempts log the row was read from
+    Column("run_id", "str"),
+    Column("attempt_seq", "int"),
+    Column("chunk_index", "int"),
+    Column("chunk_total", "int"),
+    Column("piece_id", "str"),
+    Column("paragraph_first", "int"),
+    Column("paragraph_last", "int"),
+    Column("piece_bytes", "int"),
+    Column("stage", "str"),
+    Column("attempt", "int"),
+    Column("max_attempts", "int"),
+    Column("state", "str"),
+    Column("finish_reason", "str"),
+    Column("length_limited", "bool"),
+    Column("rung", "str"),
+    Column("requested_max_tokens", "int"),
+    Column("elapsed_seconds", "float"),
+    Column("input_tokens", "int"),
+    Column("output_tokens", "int"),
+    Column("transport_retries", "int"),
+    Column("corrects", "ref"),
+    Column("gleans", "ref"),
+    Column("replayed_from", "ref"),
+    Column("parse_error", "str"),
+    Column("validation_issues", "strs"),
+    Column("removed_items", "strs"),
+]
+TEXT_COLUMNS = [
+    Column("piece_text", "str"),
+    Column("corrective_ask", "str"),
+    Column("answer", "str"),
+]
+
+
+def attempts_table(reports: list[AttemptsReport], *, texts: bool = False) -> Table:
+    """One row per completion of the reports, in report then issue order: each report's
+    attempts as `AttemptsReport.to_json` states them, under the source and log they are of."""
+    columns = ATTEMPT_COLUMNS + (TEXT_COLUMNS if texts else [])
+    rows = []
+    for report in reports:
+        source = report.segment["source"] if report.segment else ""
+        for row in report.attempts:
+            rows.append({"source": source, "log": report.target, **row.to_json(texts=texts)})
+    title = "attempts — one row per completion of the attempts logs"
+    return Table("attempts", title, columns, rows)
 
 
 def build_report(target: str, lines: Lines, filter_: Filter) -> AttemptsReport:

@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import fsspec
+
 from taguru_ray.contract.names import TRACE
 from taguru_ray.store.outdir import OutDir
 
@@ -143,6 +145,38 @@ def segment_files(out: OutDir) -> list[SegmentFiles]:
             )
         )
     return segments
+
+
+def read_file(path: str) -> bytes:
+    """One file's bytes (a path or URL); OSError with a plain reason when it is missing or
+    a folder."""
+    fs, target = fsspec.core.url_to_fs(path)
+    if not fs.exists(target):
+        raise FileNotFoundError("no such file")
+    if fs.isdir(target):
+        raise IsADirectoryError(
+            "is a folder — give the log itself, <out>/.extract-trace/<stem>.attempts.jsonl"
+        )
+    return bytes(fs.cat_file(target))
+
+
+def attempts_logs(target: str) -> list[tuple[str, Lines]]:
+    """(path, lines) of every attempts log an --out holds, by stem (name order), or of
+    the one log TARGET names. FileNotFoundError when TARGET does not exist."""
+    out = OutDir(target)
+    if not out.fs.exists(out.root):
+        raise FileNotFoundError("no such folder or file")
+    if not out.fs.isdir(out.root):
+        return [(target, read_lines(read_file(target)))]
+    stems = sorted(
+        n[: -len(ATTEMPTS_SUFFIX)] for n in out.names(TRACE) if _is_log(n) and n[0] != "."
+    )
+    data = out.read_many([f"{TRACE}/{stem}{ATTEMPTS_SUFFIX}" for stem in stems])
+    return [
+        (attempts_log_path(target, stem), read_lines(data[f"{TRACE}/{stem}{ATTEMPTS_SUFFIX}"]))
+        for stem in stems
+        if f"{TRACE}/{stem}{ATTEMPTS_SUFFIX}" in data
+    ]
 
 
 def attempts_log_path(out: str, stem: str) -> str:

@@ -6,17 +6,22 @@ floats with their column's decimals (three unless said) and a missing value
 as ``-``, and leaves out an ``optional`` column whose every value is missing
 or zero (an attempt state or a ladder move the run never had) and a
 ``hidden`` one (a key the row names already carry). The Parquet rendering
-keeps every column, typed, so a notebook reads the same schema from every run.
+keeps every column, typed, so a notebook reads the same schema from every run;
+`to_arrow` is that typed form, for Parquet and for the Python API's readers alike.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-# "num": a float column whose whole values print as integers (a count beside a rate).
-Kind = Literal["str", "int", "float", "num", "bool"]
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# "num": a float column whose whole values print as integers (a count beside a rate);
+# "ref": an attempt reference {run_id, attempt_seq}; "strs": a list of strings.
+Kind = Literal["str", "int", "float", "num", "bool", "ref", "strs"]
 
 
 @dataclass(frozen=True)
@@ -64,22 +69,37 @@ def render_all(tables: Sequence[Table]) -> str:
 def write_parquet(tables: Sequence[Table], folder: str) -> list[str]:
     """One ``<folder>/<table name>.parquet`` per table (any fsspec URL); returns the paths."""
     import fsspec
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
-    types["num"] = pa.float64()
     fs, root = fsspec.core.url_to_fs(folder)
     fs.makedirs(root, exist_ok=True)
     written = []
     for table in tables:
-        schema = pa.schema([(column.name, types[column.kind]) for column in table.columns])
-        data = {column.name: _values(table, column) for column in table.columns}
         path = f"{root.rstrip('/')}/{table.name}.parquet"
         with fs.open(path, "wb") as handle:
-            pq.write_table(pa.table(data, schema=schema), handle)
+            pq.write_table(to_arrow(table), handle)
         written.append(f"{folder.rstrip('/')}/{table.name}.parquet")
     return written
+
+
+def to_arrow(table: Table) -> pa.Table:
+    """The table as Arrow: every column (hidden and optional ones too), typed by its kind,
+    a missing value null."""
+    import pyarrow as pa
+
+    ref = pa.struct([("run_id", pa.string()), ("attempt_seq", pa.int64())])
+    types = {
+        "str": pa.string(),
+        "int": pa.int64(),
+        "float": pa.float64(),
+        "num": pa.float64(),
+        "bool": pa.bool_(),
+        "ref": ref,
+        "strs": pa.list_(pa.string()),
+    }
+    schema = pa.schema([(column.name, types[column.kind]) for column in table.columns])
+    data = {column.name: _values(table, column) for column in table.columns}
+    return pa.table(data, schema=schema)
 
 
 def _values(table: Table, column: Column) -> list[Any]:

@@ -258,7 +258,7 @@ class Transport(Group):
     url: Annotated[
         str | None,
         Knob("the OpenAI-compatible /chat/completions endpoint", env="TAGURU_EXTRACT_URL",
-             shown="required"),
+             parse=values.endpoint, shown="required"),
     ] = None
     model: Annotated[
         str,
@@ -270,6 +270,13 @@ class Transport(Group):
         Knob("the Bearer credential (an api-key header on Azure); never written anywhere",
              env="TAGURU_EXTRACT_API_KEY", parse=values.credential, secret=True),
     ] = None
+    api_key_header: Annotated[
+        str,
+        Knob("how the key is sent: bearer (Authorization), api-key (Azure OpenAI, also behind "
+             "a gateway of your own), auto (api-key on *.openai.azure.com hosts)",
+             flag="--api-key-header", env="TAGURU_RAY_API_KEY_HEADER", metavar="STYLE",
+             parse=values.choice("auto", "bearer", "api-key")),
+    ] = "auto"
     timeout_secs: Annotated[
         float,
         Knob("time budget per completion (0 = unlimited)", env="TAGURU_EXTRACT_TIMEOUT_SECS",
@@ -279,7 +286,7 @@ class Transport(Group):
         tuple[str, ...],
         Knob("an endpoint (repeatable: balanced by least in flight; one that keeps failing is "
              "rested); replaces TAGURU_EXTRACT_URL", flag="--endpoint", metavar="URL",
-             form="repeat", shown="the URL"),
+             parse=values.endpoint, form="repeat", shown="the URL"),
     ] = ()
     max_inflight: Annotated[
         int | str,
@@ -423,6 +430,38 @@ class Records(Group):
         return self.replay != "off" or self.resume_from is not None
 
 
+class Spending(Group):
+    """What completions cost, and what this invocation may spend."""
+
+    # fmt: off
+    GROUP: ClassVar[str] = "spending"
+
+    prices: Annotated[
+        str | None,
+        Knob('dollars per 1M tokens by model, {"<model>": {"input": $, "output": $}}, instead of '
+             "the bundled table of hosted models' list prices", flag="--prices",
+             env="TAGURU_RAY_PRICES", metavar="FILE", shown="bundled"),
+    ] = None
+    price_per_hour: Annotated[
+        float | None,
+        Knob("dollars per hour of the GPUs behind a self-hosted endpoint: cost by time, not "
+             "tokens", flag="--price-per-hour", env="TAGURU_RAY_PRICE_PER_HOUR", metavar="USD",
+             parse=values.dollars, shown="none"),
+    ] = None
+    budget_usd: Annotated[
+        float | None,
+        Knob("stop before a completion would take this run's cost past USD (resumable; needs a "
+             "price)", flag="--budget-usd", env="TAGURU_RAY_BUDGET_USD", metavar="USD",
+             parse=values.dollars, shown="none"),
+    ] = None
+    budget_tokens: Annotated[
+        int | None,
+        Knob("stop before a completion would take this run's tokens past N (resumable)",
+             flag="--budget-tokens", env="TAGURU_RAY_BUDGET_TOKENS", metavar="N",
+             parse=values.int_at_least(1), shown="none"),
+    ] = None
+
+
 GROUPS: tuple[type[Group], ...] = (
     Source,
     Run,
@@ -430,6 +469,7 @@ GROUPS: tuple[type[Group], ...] = (
     Prompting,
     Ladder,
     Transport,
+    Spending,
     Scale,
     Records,
 )

@@ -20,6 +20,7 @@ from taguru_ray.contract.settings.groups import (
     Run,
     Scale,
     Source,
+    Spending,
     Transport,
 )
 from taguru_ray.contract.settings.knob import Declared, knobs_of
@@ -36,6 +37,7 @@ class Settings(BaseModel):
     prompt: Prompting = Prompting()
     ladder: Ladder = Ladder()
     transport: Transport
+    spending: Spending = Spending()
     scale: Scale = Scale()
     records: Records = Records()
     # What fsspec/s3fs read from the environment (credentials, endpoint, region),

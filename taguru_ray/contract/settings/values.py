@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
 FALSE_WORDS = frozenset({"0", "false", "no", "off", ""})
@@ -57,6 +58,17 @@ def seconds(value: str) -> float:
     return number
 
 
+def dollars(value: str) -> float:
+    """An amount of US dollars: finite, at least 0."""
+    try:
+        number = float(value.strip().removeprefix("$"))
+    except ValueError:
+        number = float("nan")
+    if not 0 <= number < float("inf"):
+        raise ValueError(f"needs an amount of US dollars (a number of 0 or more), got {value!r}")
+    return number
+
+
 def positive_seconds(value: str) -> float:
     """A period: above 0 and finite."""
     try:
@@ -97,6 +109,32 @@ def credential(value: str) -> str | None:
             "to the key alone"
         )
     return key or None
+
+
+ENDPOINT_EXAMPLE = "e.g. http://127.0.0.1:8000/v1"
+
+
+def endpoint(value: str) -> str:
+    """An endpoint URL: http:// or https://, a host, a port (if any) that is a number.
+
+    Refused here, as a usage error, rather than by every request failing the same way
+    once the run has started. The text is never echoed: a URL may carry credentials.
+    """
+    url = value.strip()
+    if any(char.isspace() or not char.isprintable() for char in url):
+        raise ValueError(f"holds a space or a control character — {ENDPOINT_EXAMPLE}")
+    if "://" not in url:
+        raise ValueError(f"has no http:// or https:// in front — {ENDPOINT_EXAMPLE}")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"its port is not a number in 1..65535 — {ENDPOINT_EXAMPLE}") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError(f"is not an http:// or https:// URL — {ENDPOINT_EXAMPLE}")
+    if not parts.hostname or port == 0:
+        raise ValueError(f"names no host (or port 0) — {ENDPOINT_EXAMPLE}")
+    return url
 
 
 def passphrase(value: str) -> str | None:

@@ -1,0 +1,153 @@
+"""taguru-ray over a Ray Dataset: ``taguru_ray.data.extract(ds, out=…, context=…)``.
+
+    import ray, taguru_ray.data
+    ds = ray.data.from_items([{"path": "notes/a.md", "text": "# A\n\nSake is…"}, …])
+    results = taguru_ray.data.extract(ds, out="s3://bucket/run", context="5b0d…")
+    results.filter(lambda row: row["status"] == "failed").show()
+
+It is `taguru_ray.extract` with the segments taken from the dataset's rows instead of
+files: the same engine run (`taguru_ray.api.run`, through the driver's in-memory
+``staged`` segments that agent sessions use too), the same --out, skip index,
+checkpoints, records and exit rules, and the same settings by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from taguru_ray.api import RunResult, extract_staged
+from taguru_ray.contract.names import TRACE, attempts_name, output_name
+from taguru_ray.errors import UsageError
+from taguru_ray.store.outdir import OutDir
+from taguru_ray.tools.metrics import Prices, fold_segment_runs
+from taguru_ray.tools.records import SegmentFiles, read_lines
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    import ray.data
+
+__all__ = ["COLUMNS", "extract"]
+
+COLUMNS = ("path", "text")  # what every input row needs
+KEPT = ("written", "unchanged")  # statuses whose source file is this run's result
+
+
+def extract(
+    ds: ray.data.Dataset,
+    *,
+    out: str,
+    context: str,
+    echo: Callable[[str], None] | None = None,
+    **settings: Any,
+) -> ray.data.Dataset:
+    """Extract every ``{path, text}`` row of `ds` into `out` for `context`; one result row
+    per input row, in the input's order.
+
+    ``path`` is the source name the segment gets — in its prompts, its records and its
+    source file's name — and ``text`` its content (a string, or UTF-8 bytes); other
+    columns are ignored. A row without either column, a path that is not a non-empty
+    string, a text that is neither string nor bytes, or a path given twice is one
+    `UsageError` naming the row, before anything runs. Settings are
+    `taguru_ray.extract`'s (the extract flags' names without the dashes).
+
+    The rows are gathered to the driver — the process calling this — because the
+    engine reads segments there (in row order), hashes them against the skip index and
+    commits their records to --out from there; workers get them in batches. That needs
+    the whole corpus's text in the driver's memory at once (about its size in bytes as
+    UTF-8, plus Python's per-row overhead), and then the source files' text for the
+    results; a corpus larger than the driver's memory belongs in files
+    (`taguru_ray.extract` over a folder or URL reads them a batch at a time). It joins
+    the Ray the dataset runs on and never shuts it down.
+
+    The result's columns: ``path``; ``status`` — ``written``, ``unchanged`` (the skip
+    index matched: nothing asked), ``failed``, ``interrupted`` or ``not reached`` (a
+    stopped run); ``output`` the source file's path or URL in --out (null unless
+    written or unchanged); ``output_text`` its JSONL text (null likewise);
+    ``input_tokens`` / ``output_tokens`` this run's live completions for the segment
+    (0 when unchanged); ``completions``; ``error`` a failed segment's failure line.
+    """
+    import ray.data
+
+    staged = _gather(ds.iter_rows())
+    result = extract_staged(staged, out=out, context=context, echo=echo, **settings)
+    return ray.data.from_arrow(results(result))
+
+
+def _gather(rows: Iterable[Mapping[str, Any]]) -> dict[str, bytes]:
+    """Path -> the segment's bytes, in row order; a bad row is a UsageError naming it."""
+    staged: dict[str, bytes] = {}
+    for number, row in enumerate(rows):
+        missing = [column for column in COLUMNS if column not in row]
+        if missing:
+            raise UsageError(
+                f"dataset row {number}: no {' or '.join(repr(c) for c in missing)} column — "
+                f"each row needs {{'path': the source name, 'text': its content}} (columns: "
+                f"{', '.join(map(str, row)) or 'none'})"
+            )
+        path, text = row["path"], row["text"]
+        if not isinstance(path, str) or not path.strip():
+            raise UsageError(f"dataset row {number}: 'path' must be a non-empty string")
+        if path in staged:
+            raise UsageError(
+                f"dataset row {number}: path {path!r} is given twice — each segment needs "
+                "its own path (it names the segment's source file and records)"
+            )
+        if isinstance(text, str):
+            staged[path] = text.encode("utf-8")
+        elif isinstance(text, bytes | bytearray):
+            staged[path] = bytes(text)
+        else:
+            raise UsageError(
+                f"dataset row {number} ({path}): 'text' must be a string or bytes, "
+                f"not {type(text).__name__}"
+            )
+    if not staged:
+        raise UsageError("the dataset has no rows: nothing to extract")
+    return staged
+
+
+def results(result: RunResult) -> pa.Table:
+    """One row per segment of the run: its status, source file and this run's tokens."""
+    import pyarrow as pa
+
+    out = OutDir(result.out)
+    kept = [s for s in result.segments if s.status in KEPT]
+    texts = out.read_many([output_name(s.source) for s in kept])
+    asked = [s.source for s in result.segments if s.completions]
+    logs = out.read_many([f"{TRACE}/{attempts_name(source)}" for source in asked])
+    rows = []
+    for segment in result.segments:
+        text = texts.get(output_name(segment.source)) if segment.status in KEPT else None
+        tokens = (0, 0)
+        log = logs.get(f"{TRACE}/{attempts_name(segment.source)}")
+        if segment.completions and log is not None:
+            files = SegmentFiles(segment.source, None, read_lines(log), None)
+            fold = fold_segment_runs(files, Prices()).get(result.run_id)
+            tokens = (fold.input_tokens, fold.output_tokens) if fold else tokens
+        failed = segment.status == "failed"
+        rows.append(
+            {
+                "path": segment.source,
+                "status": segment.status,
+                "output": segment.output if text is not None else None,
+                "output_text": text.decode("utf-8") if text is not None else None,
+                "input_tokens": tokens[0],
+                "output_tokens": tokens[1],
+                "completions": segment.completions,
+                "error": segment.notes[-1] if failed and segment.notes else None,
+            }
+        )
+    schema = pa.schema(
+        [
+            ("path", pa.string()),
+            ("status", pa.string()),
+            ("output", pa.string()),
+            ("output_text", pa.string()),
+            ("input_tokens", pa.int64()),
+            ("output_tokens", pa.int64()),
+            ("completions", pa.int64()),
+            ("error", pa.string()),
+        ]
+    )
+    return pa.Table.from_pylist(rows, schema=schema)
