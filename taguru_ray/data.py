@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 from taguru_ray.api import RunResult, extract_staged
 from taguru_ray.contract.names import TRACE, attempts_name, output_name
 from taguru_ray.errors import UsageError
+from taguru_ray.pricing.table import Prices
 from taguru_ray.store.outdir import OutDir
-from taguru_ray.tools.metrics import Prices, fold_segment_runs
+from taguru_ray.tools.metrics import fold_segment_runs
 from taguru_ray.tools.records import SegmentFiles, read_lines
 
 if TYPE_CHECKING:

@@ -23,10 +23,11 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from taguru_ray.errors import UsageError
+from taguru_ray.pricing.table import Prices, load_prices
 from taguru_ray.store.inputs import read_regular
 from taguru_ray.tools.inspect import Filter, attempts_table, build_report
 from taguru_ray.tools.metric_tables import tables
-from taguru_ray.tools.metrics import Prices, load_ledger, load_prices
+from taguru_ray.tools.metrics import load_ledger
 from taguru_ray.tools.metrics_read import NoRecords, collect_urls, report_notes
 from taguru_ray.tools.records import attempts_logs
 from taguru_ray.tools.request_table import request_table

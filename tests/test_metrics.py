@@ -11,17 +11,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from taguru_ray.pricing.table import Prices, PricesError, load_prices
 from taguru_ray.store.outdir import OutDir
 from taguru_ray.tools.metric_tables import compare, headline, tables
-from taguru_ray.tools.metrics import (
-    LedgerError,
-    MetricsReport,
-    Prices,
-    PricesError,
-    collect,
-    load_ledger,
-    load_prices,
-)
+from taguru_ray.tools.metrics import LedgerError, MetricsReport, collect, load_ledger
 from taguru_ray.tools.tables import Table, render
 
 RECORDS = Path(__file__).parent / "fixtures" / "records"

@@ -12,8 +12,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from taguru_ray.pricing.table import Prices
 from taguru_ray.store.outdir import OutDir
-from taguru_ray.tools.metrics import Prices, collect
+from taguru_ray.tools.metrics import collect
 from taguru_ray.tools.request_table import COLUMNS, request_table
 from taguru_ray.tools.tables import Column, Table, write_parquet
 

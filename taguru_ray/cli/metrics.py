@@ -17,9 +17,10 @@ from collections.abc import Sequence
 
 from taguru_ray.cli.args import OneLineParser, parse
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, TaguruRayError, UsageError
+from taguru_ray.pricing.table import Prices, load_prices
 from taguru_ray.store.inputs import read_regular
 from taguru_ray.tools.metric_tables import compare, tables
-from taguru_ray.tools.metrics import Assignment, MetricsReport, Prices, load_ledger, load_prices
+from taguru_ray.tools.metrics import Assignment, MetricsReport, load_ledger
 from taguru_ray.tools.metrics_read import collect_urls, report_notes
 from taguru_ray.tools.request_table import request_table
 from taguru_ray.tools.tables import render_all, write_parquet

@@ -12,6 +12,7 @@ said so, and its cost is unknown rather than wrong.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -76,7 +77,8 @@ def load_prices(text: str, name: str) -> Prices:
     for model, entry in table.items():
         values = [entry.get(k) if isinstance(entry, dict) else None for k in ("input", "output")]
         if not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in values
+            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf
+            for v in values
         ):
             raise PricesError(
                 f'{name}: model {model!r} needs {{"input": $, "output": $}} — dollars per one '

@@ -64,6 +64,7 @@ from taguru_ray.contract.records.trace import (
     SegmentTrace,
 )
 from taguru_ray.errors import UsageError
+from taguru_ray.pricing.table import Prices
 from taguru_ray.store.outdir import OutDir
 from taguru_ray.tools.records import Lines, SegmentFiles, attempt_key, segment_files
 
@@ -88,45 +89,6 @@ _ITEM_KIND = {
     "concept": "alias",
     "label": "alias",
 }
-
-
-class PricesError(UsageError):
-    """A --prices file that is not ``{"<model>": {"input": $, "output": $}}`` per 1M tokens."""
-
-
-@dataclass(frozen=True)
-class Prices:
-    """Dollars per one million input and output tokens, per model name."""
-
-    per_model: dict[str, tuple[float, float]] = field(default_factory=dict)
-
-    def cost(self, model: str | None, input_tokens: int, output_tokens: int) -> float | None:
-        price = self.per_model.get(model or "")
-        if price is None:
-            return None
-        return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
-
-
-def load_prices(text: str, name: str) -> Prices:
-    """Read ``{"<model>": {"input": <$ per 1M>, "output": <$ per 1M>}, ...}``."""
-    try:
-        data = json.loads(text)
-    except ValueError as error:
-        raise PricesError(f"{name}: not JSON ({error})") from None
-    if not isinstance(data, dict):
-        raise PricesError(f'{name}: expected {{"<model>": {{"input": $, "output": $}}}}')
-    prices = {}
-    for model, entry in data.items():
-        values = [
-            entry.get(key) if isinstance(entry, dict) else None for key in ("input", "output")
-        ]
-        if not all(_price(value) for value in values):
-            raise PricesError(
-                f'{name}: model {model!r} needs {{"input": $, "output": $}} — dollars per one '
-                "million tokens, numbers of 0 or more"
-            )
-        prices[model] = (float(values[0]), float(values[1]))
-    return Prices(prices)
 
 
 @dataclass
@@ -321,15 +283,6 @@ def _fold_cost(fold: Fold, attempt: AttemptRecord, model: str | None, prices: Pr
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
-
-
-def _price(value: Any) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and value >= 0
-    )
 
 
 @dataclass

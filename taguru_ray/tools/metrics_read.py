@@ -8,8 +8,9 @@ from collections.abc import Mapping, Sequence
 
 from taguru_ray.contract.names import TRACE
 from taguru_ray.errors import TaguruRayError, UsageError
+from taguru_ray.pricing.table import Prices
 from taguru_ray.store.outdir import OutDir
-from taguru_ray.tools.metrics import Assignment, MetricsReport, Prices, collect
+from taguru_ray.tools.metrics import Assignment, MetricsReport, collect
 from taguru_ray.tools.records import unreadable_note
 
 
