@@ -10,7 +10,8 @@ import pytest
 from taguru_ray.contract.completion import CompletionRequest
 from taguru_ray.gateway.pool import PermitPool
 from taguru_ray.llm.client import ChatClient, Unlimited, Usage, open_session
-from taguru_ray.llm.quota import Quota, read_quota, reset_seconds, retry_after_ms
+from taguru_ray.llm.quota import Quota, read_quota, reset_seconds
+from taguru_ray.llm.retry import parse_retry_after
 from taguru_ray.simulate.harness import SimulatorProcess
 from taguru_ray.simulate.quota import QuotaWindow
 from tests.support import CONTEXT, Cli
@@ -57,10 +58,11 @@ def test_headers_give_a_quota_only_when_they_state_one() -> None:
 
 
 def test_retry_after_ms() -> None:
-    assert retry_after_ms("1500") == 1.5
-    assert retry_after_ms(None) is None
-    assert retry_after_ms("-1") is None
-    assert retry_after_ms("later") is None
+    assert parse_retry_after("1500", millis=True) == 1.5
+    assert parse_retry_after("90000", millis=True) == 30.0  # the ceiling
+    assert parse_retry_after(None, millis=True) is None
+    assert parse_retry_after("-1", millis=True) is None
+    assert parse_retry_after("later", millis=True) is None
 
 
 def _quota(requests: int | None, reset: float, tokens: int | None = None) -> Usage:

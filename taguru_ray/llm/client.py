@@ -20,9 +20,8 @@ import aiohttp
 
 from taguru_ray.contract.completion import Completion, CompletionRequest
 from taguru_ray.contract.settings.groups import Transport
-from taguru_ray.llm.quota import RETRY_AFTER_MS, Quota, read_quota, retry_after_ms
+from taguru_ray.llm.quota import RETRY_AFTER_MS, Quota, read_quota
 from taguru_ray.llm.retry import (
-    BACKOFF_CEILING_SECONDS,
     TRANSPORT_TRIES,
     CompletionTimeout,
     RetryableStatus,
@@ -225,11 +224,9 @@ class ChatClient:
             usage = Usage(f"http_{status}", self._clock() - began, quota=quota)
             text = raw.decode("utf-8", errors="replace")
             if status == 429 or status >= 500:
-                retry_after = retry_after_ms(headers.get(RETRY_AFTER_MS))
+                retry_after = parse_retry_after(headers.get(RETRY_AFTER_MS), millis=True)
                 if retry_after is None:
                     retry_after = parse_retry_after(headers.get("retry-after"))
-                else:
-                    retry_after = min(retry_after, BACKOFF_CEILING_SECONDS)
                 if status == 429:
                     usage = Usage(
                         "http_429", usage.latency_seconds, retry_after=retry_after, quota=quota

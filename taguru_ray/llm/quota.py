@@ -79,20 +79,6 @@ def reset_seconds(value: str | None, now_epoch: float) -> float | None:
     return min(max(seconds, 0.0), LONGEST_PAUSE_SECONDS)
 
 
-def retry_after_ms(value: str | None) -> float | None:
-    """``retry-after-ms`` (OpenAI and Azure) in seconds; it is more precise than
-    ``Retry-After``, so it wins when both are sent."""
-    if value is None:
-        return None
-    try:
-        millis = float(value.strip())
-    except ValueError:
-        return None
-    if not math.isfinite(millis) or millis < 0:
-        return None
-    return millis / 1000.0
-
-
 def _duration(text: str) -> float | None:
     total, at = 0.0, 0
     for match in _PART.finditer(text):

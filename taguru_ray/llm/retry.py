@@ -41,19 +41,21 @@ class CompletionTimeout(Exception):
     """The completion ran past TAGURU_EXTRACT_TIMEOUT_SECS."""
 
 
-def parse_retry_after(value: str | None) -> float | None:
-    """Delta-seconds, capped at the 30 s ceiling: the pause it sets for every caller of the
-    endpoint is capped with it. An HTTP-date, a negative or non-finite number (``inf``,
-    ``nan``) or anything else is malformed and falls back to the backoff."""
+def parse_retry_after(value: str | None, *, millis: bool = False) -> float | None:
+    """Delta-seconds (``Retry-After``), or milliseconds with `millis` (``retry-after-ms``,
+    which OpenAI and Azure send beside it, and which wins), in seconds capped at the 30 s
+    ceiling: the pause it sets for every caller of the endpoint is capped with it. An
+    HTTP-date, a negative or non-finite number (``inf``, ``nan``) or anything else is
+    malformed and falls back to the backoff."""
     if value is None:
         return None
     try:
-        seconds = float(value.strip())
+        number = float(value.strip())
     except ValueError:
         return None
-    if not math.isfinite(seconds) or seconds < 0:
+    if not math.isfinite(number) or number < 0:
         return None
-    return min(seconds, BACKOFF_CEILING_SECONDS)
+    return min(number / 1000 if millis else number, BACKOFF_CEILING_SECONDS)
 
 
 def _wait(state: RetryCallState) -> float:
