@@ -62,6 +62,8 @@ class RunResult:
     input_tokens: int
     output_tokens: int
     stopped: bool
+    cost_usd: float | None = None  # None: no price for the model (see `cost_basis`)
+    cost_basis: str = ""  # the price it was counted at, or why there is none
     lines: tuple[str, ...] = field(default=(), repr=False)  # what the CLI would have printed
 
     def _count(self, status: str) -> int:
@@ -203,4 +205,6 @@ def run(
         input_tokens=int(stats.get("input_tokens", 0)),
         output_tokens=int(stats.get("output_tokens", 0)),
         stopped=done.stopping,
+        cost_usd=stats.get("cost_usd"),
+        cost_basis=done.tariff.basis,
     )

@@ -87,9 +87,15 @@ def test_from_a_running_loop_a_thread_and_a_ray_task_as_the_cli_does(
         assert all(Path(s.output).exists() for s in result.segments)
         assert any(line.startswith("extract: 2 written") for line in result.lines)
 
+        assert result.cost_usd is None and "no price for model 'taguru-sim'" in result.cost_basis
+
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"taguru-sim": {"input": 2.0, "output": 8.0}}')
     again = taguru_ray.extract(str(docs), out=str(tmp_path / "loop"), context=CONTEXT,
-                               address=cli.address)  # fmt: skip
+                               address=cli.address, prices=str(prices))  # fmt: skip
     assert again.unchanged == 2 and again.completions == 0
+    assert again.cost_usd == 0.0  # priced, and nothing asked
+    assert again.cost_basis.startswith("$2 in / $8 out per 1M tokens")
     # The caller's Ray lives on; the runs' actors do not (their processes end).
     from tests.test_scale_cli import no_segment_workers_left
 

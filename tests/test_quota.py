@@ -190,13 +190,11 @@ def test_a_run_against_a_rate_limited_provider_waits_for_its_windows_and_sees_no
     assert len(list(out.glob("*.jsonl"))) == 10
     assert "rate_limited" not in stats["by_outcome"]
     assert stats["requests"] == 10
-    # What each window took: never more than the 4 it allows.
+    # The simulator answers 429 to any request before its window resets: none came. And
+    # ten requests at four a window took three windows (arrivals are stamped a few
+    # milliseconds after admission, so the span is checked with that slack).
     starts = [at for at, _ in stats["arrivals"]]
-    first = starts[0]
-    per_window: dict[int, int] = {}
-    for at in starts:
-        per_window[int((at - first) // 1.5)] = per_window.get(int((at - first) // 1.5), 0) + 1
-    assert max(per_window.values()) <= 4 and len(per_window) >= 3
+    assert starts[-1] - starts[0] >= 2 * 1.5 - 0.1, stats["arrivals"]
 
 
 def test_the_client_waits_what_retry_after_ms_says() -> None:
