@@ -25,7 +25,7 @@ bench-demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check $(LINT)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check $(LINT)
