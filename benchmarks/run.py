@@ -48,6 +48,7 @@ import httpx
 
 import taguru_ray
 from benchmarks.corpus import write_corpus
+from benchmarks.roles import marginal_by_role
 from taguru_ray.simulate.harness import SimulatorProcess
 
 try:
@@ -683,7 +684,18 @@ def measure_overhead(bench: Bench, saturation: dict[str, Any]) -> dict[str, Any]
         if extra > 0:
             # The slope: what one more completion costs once startup is paid.
             marginal = 1000.0 * (points[1]["cpu_s"] - points[0]["cpu_s"]) / extra
-    return {"points": points, "marginal_cpu_ms_per_completion": marginal, "small_run": small}
+    roles = marginal_by_role(
+        small.get("cpu_sampled_s") or {},
+        points[0]["completions"],
+        large.get("cpu_sampled_s") or {},
+        points[1]["completions"],
+    )
+    return {
+        "points": points,
+        "marginal_cpu_ms_per_completion": marginal,
+        "by_role": roles,
+        "small_run": small,
+    }
 
 
 def _done(result: dict[str, Any]) -> int:
@@ -1086,6 +1098,8 @@ def run_bench(
         bench.log("bench: manifest skip and driver memory ...")
         results["manifest_skip"], results["driver_memory"] = measure_skip_and_memory(bench)
     results["ratios"] = ratios(results)
+    # Issue 23's budget per process role, from the same two runs as the marginal above.
+    results["cpu_ms_per_completion"] = results["overhead"]["by_role"]
     results["elapsed_s"] = time.perf_counter() - started
     results_dir.mkdir(parents=True, exist_ok=True)
     target = results_dir / f"{name}-{stamp}.json"
@@ -1116,6 +1130,17 @@ def print_ratios(path: Path) -> None:
             else ""
         )
         print(f"{key:40s} {shown}{target}")
+    for role, entry in results.get("cpu_ms_per_completion", {}).items():
+        ms = entry["cpu_ms_per_completion"]
+        shown = f"{ms:.3f} ms" if ms is not None else "n/a"
+        per_core = entry["completions_per_s_per_core"]
+        rate = f", {per_core:.0f}/s a core" if per_core else ""
+        target = (
+            f"  (target {entry['target']}: {'met' if entry['met'] else 'NOT met'})"
+            if entry["target"] and entry["met"] is not None
+            else ""
+        )
+        print(f"{'cpu per completion: ' + role:40s} {shown}{rate}{target}")
     print(f"results: {path}")
 
 

@@ -119,6 +119,15 @@ def test_window_1_and_overhead_are_measured(results: dict[str, Any]) -> None:
     points = results["overhead"]["points"]
     assert [p["segments"] for p in points] == [8, 20]
     assert all(_positive(p["cpu_ms_per_completion"]) for p in points)
+    # Issue 23's budget by role, from the same two runs (joined to the session's Ray, only
+    # the driver's CPU is the run's own: the actors' are the session Ray's).
+    roles = results["cpu_ms_per_completion"]
+    assert roles == results["overhead"]["by_role"]
+    assert set(roles) == {"driver", "gateway", "segment_workers", "ledger", "ray"}
+    assert [roles[r]["target"] for r in ("driver", "gateway", "segment_workers")] == [
+        "<= 0.3", "<= 0.3", "<= 2.0"
+    ]
+    assert isinstance(roles["driver"]["cpu_ms_per_completion"], float)
 
 
 def test_the_sweep_has_every_level_and_auto_or_a_reason(results: dict[str, Any]) -> None:

@@ -1,0 +1,53 @@
+"""CPU per completion by process role: what one core of each role could sustain.
+
+The processes of a run are grouped into the roles issue 23 budgets — the
+driver, the gateway, the segment workers — with the ledger and Ray's own
+processes beside them. A role's cost is its marginal CPU: the difference
+between a large and a small run of the same flags over the difference in
+completions, so start-up (imports, actor creation) is paid once and left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# Process kinds (benchmarks.run._process_kind) by role; everything else is Ray's.
+ROLES = {
+    "driver": ("driver",),
+    "gateway": ("ray::Gateway",),
+    "segment_workers": ("ray::SegmentWorker",),
+    "ledger": ("ray::Ledger",),
+}
+# Issue 23: each single process could then sustain 3 000+ completions/s on one core;
+# the workers scale out, so theirs is per completion across all of them.
+TARGETS_MS = {"driver": 0.3, "gateway": 0.3, "segment_workers": 2.0}
+
+
+def by_role(cpu_sampled_s: Mapping[str, float]) -> dict[str, float]:
+    """A run's sampled CPU seconds, summed per role (`ray` holds the rest)."""
+    owner = {kind: role for role, kinds in ROLES.items() for kind in kinds}
+    totals: dict[str, float] = dict.fromkeys([*ROLES, "ray"], 0.0)
+    for kind, seconds in cpu_sampled_s.items():
+        totals[owner.get(kind, "ray")] += seconds
+    return totals
+
+
+def marginal_by_role(
+    small: Mapping[str, float], small_done: int, large: Mapping[str, float], large_done: int
+) -> dict[str, dict[str, Any]]:
+    """Per role: CPU ms per completion (the slope between the runs), the completions/s
+    one core of it could sustain, and its target when it has one, met or not."""
+    extra = large_done - small_done
+    a, b = by_role(small), by_role(large)
+    out: dict[str, dict[str, Any]] = {}
+    for role in b:
+        ms = 1000.0 * (b[role] - a[role]) / extra if extra > 0 else None
+        target = TARGETS_MS.get(role)
+        out[role] = {
+            "cpu_ms_per_completion": ms,
+            "completions_per_s_per_core": 1000.0 / ms if ms and ms > 0 else None,
+            "target": f"<= {target}" if target is not None else None,
+            "met": None if ms is None or target is None else ms <= target,
+        }
+    return out

@@ -1,0 +1,46 @@
+"""CPU per completion by process role (benchmarks/roles.py): pure, with literals."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.roles import by_role, marginal_by_role
+
+
+def test_processes_are_grouped_into_roles_and_the_rest_is_ray() -> None:
+    sampled = {
+        "driver": 2.0,
+        "ray::Gateway": 1.0,
+        "ray::SegmentWorker": 6.0,
+        "ray::Ledger": 0.5,
+        "raylet": 0.2,
+        "gcs_server": 0.3,
+    }
+    assert by_role(sampled) == {
+        "driver": 2.0,
+        "gateway": 1.0,
+        "segment_workers": 6.0,
+        "ledger": 0.5,
+        "ray": 0.5,
+    }
+
+
+def test_the_marginal_cost_leaves_start_up_out_and_says_what_a_core_sustains() -> None:
+    small = {"driver": 2.0, "ray::Gateway": 1.0, "ray::SegmentWorker": 3.0}
+    large = {"driver": 2.5, "ray::Gateway": 1.4, "ray::SegmentWorker": 6.0}
+    roles = marginal_by_role(small, 200, large, 2200)  # 2 000 completions more
+    assert roles["driver"]["cpu_ms_per_completion"] == pytest.approx(0.25)
+    assert roles["driver"]["met"] is True
+    assert roles["driver"]["completions_per_s_per_core"] == pytest.approx(4000)
+    assert roles["gateway"]["cpu_ms_per_completion"] == pytest.approx(0.2)
+    assert roles["segment_workers"]["cpu_ms_per_completion"] == pytest.approx(1.5)
+    assert roles["segment_workers"]["target"] == "<= 2.0" and roles["segment_workers"]["met"]
+    assert roles["gateway"]["met"] is True
+    assert roles["ledger"] == {
+        "cpu_ms_per_completion": 0.0,
+        "completions_per_s_per_core": None,
+        "target": None,
+        "met": None,
+    }
+    nothing = marginal_by_role(small, 200, large, 200)
+    assert nothing["driver"]["cpu_ms_per_completion"] is None and nothing["driver"]["met"] is None
