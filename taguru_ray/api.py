@@ -14,8 +14,9 @@ go to `RunResult.lines`, or to ``echo`` when given. A bad setting raises `UsageE
 a run that cannot start, `StartupError` — what the CLI turns into exit 2 and 1.
 
 `taguru-ray extract` is a layer over this module: it parses the command line into
-the same flags, then `resolve` and `run` — the one path from flags to a run that
-`extract`, the CLI and `taguru_ray.data.extract` share.
+the same flags, then `resolve` and `execute`; `extract` and `taguru_ray.data.extract`
+take `resolve` and `run`, which is `execute` plus the `RunResult` — one path from
+flags to the engine for all three.
 """
 
 from __future__ import annotations
@@ -168,6 +169,14 @@ def resolve(flags: Mapping[str, Any]) -> Settings:
     return resolve_settings(flags, os.environ, read_config_file)
 
 
+def execute(settings: Settings, console: Console) -> int:
+    """A real run of `settings`, its lines to `console`; only the exit code — what the CLI
+    needs, without a `SegmentResult` per segment (a million-segment rerun's worth)."""
+    from taguru_ray.engine.driver import execute as execute_run
+
+    return execute_run(settings, console).exit_code
+
+
 def run(
     settings: Settings, console: Console, staged: Mapping[str, bytes] | None = None
 ) -> RunResult:
@@ -182,7 +191,7 @@ def run(
     trace = join(out, TRACE)
     segments = []
     for index, source in enumerate(done.sources):
-        row = done.segments.get(index)
+        row = done.row(index)
         segments.append(
             SegmentResult(
                 source,

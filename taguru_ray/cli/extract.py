@@ -150,9 +150,9 @@ def parse_flags(argv: Sequence[str]) -> dict[str, Any]:
 
 def main(argv: Sequence[str]) -> int:
     """The command line to flags, then the Python API's own path (`taguru_ray.api.resolve`
-    and `run`), its lines to stdout and stderr; the exit code."""
+    and `execute`), its lines to stdout and stderr; the exit code."""
     # Imported late so `--help` and usage errors answer without loading Ray.
-    from taguru_ray.api import resolve, run
+    from taguru_ray.api import execute, resolve
 
     flags = parse_flags(argv)
     if flags.pop("steps", False):
@@ -166,7 +166,7 @@ def main(argv: Sequence[str]) -> int:
 
         if settings.run.dry_run:
             return dry_run(settings, Console())
-        return run(settings, Console()).exit_code
+        return execute(settings, Console())
     except TaguruRayError as error:
         print(f"{MESSAGE_PREFIX}{error}", file=sys.stderr)
         return error.exit_code

@@ -103,7 +103,10 @@ class ExtractRun:
         self.sources = sources
         self.run_id = new_run_id()
         self.tally = Tally(total=len(sources))
-        self.segments: dict[int, SegmentRow] = {}  # what the Python API hands back
+        # What the Python API hands back: a row per segment that said something, and the
+        # indexes skipped as unchanged — a bit each, so a 1M-segment rerun stays small.
+        self.segments: dict[int, SegmentRow] = {}
+        self.unchanged = bytearray(len(sources))
         self.stats: dict[str, Any] = {}
         self.window = SegmentWindow(settings.scale.segment_window, self._existing_contribution)
         self.progress = Progress(
@@ -340,7 +343,7 @@ class ExtractRun:
         )
 
     def _skip(self, scanned: Scanned, gaps: list[str]) -> None:
-        self.segments[scanned.index] = SegmentRow(scanned.source, "unchanged")
+        self.unchanged[scanned.index] = 1
         self.reached = scanned.index + 1
         self.tally.unchanged += 1
         lines = [("out", skip_line(scanned.source))]
@@ -702,6 +705,14 @@ class ExtractRun:
             self.console.err(f"{FAILURE_PREFIX}{self.fatal}")
             return EXIT_FAILED  # stopped by fail-fast, whatever the tally
         return exit_code(tally.failed + int(self.store_failed), self.stopping)
+
+
+    def row(self, index: int) -> SegmentRow | None:
+        """How segment `index` ended in this run, or None when the run never reached it."""
+        row = self.segments.get(index)
+        if row is None and self.unchanged[index]:
+            return SegmentRow(self.sources[index], "unchanged")
+        return row
 
 
 @dataclass(frozen=True)
