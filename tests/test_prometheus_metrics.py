@@ -13,6 +13,8 @@ import pytest
 from taguru_ray.engine import run_metrics
 from taguru_ray.engine.run_metrics import SegmentMeter
 from taguru_ray.engine.scan import Tally
+from taguru_ray.llm import metrics
+from taguru_ray.llm.client import Usage
 from taguru_ray.llm.retry import (
     TRANSPORT_TRIES,
     CompletionTimeout,
@@ -69,3 +71,51 @@ def test_the_driver_sends_what_each_outcome_gained_and_the_total(
         ("written", 1, "r1"),
         ("failed", 1, "r1"),
     ]
+
+
+def test_requests_are_gathered_and_handed_to_ray_in_one_go(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The gateway's tally: a latency sample per try at once, the counters and gauges
+    only at a flush, summed."""
+    calls: list[tuple[Any, ...]] = []
+
+    class Fake:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def inc(self, value: float = 1.0, tags: dict[str, str] | None = None) -> None:
+            calls.append((self.name, "inc", value, tags))
+
+        def set(self, value: float, tags: dict[str, str] | None = None) -> None:
+            calls.append((self.name, "set", value, tags))
+
+        def observe(self, value: float, tags: dict[str, str] | None = None) -> None:
+            calls.append((self.name, "observe", value, tags))
+
+    fakes = {name: Fake(name) for name in ("requests", "latency", "tokens", "cost", "in_flight",
+                                           "limit")}  # fmt: skip
+    monkeypatch.setattr(metrics, "_metrics", lambda: fakes)
+    tally = metrics.RequestTally()
+    tally.add(Usage("ok", 0.2, 100, 20))
+    tally.add(Usage("ok", 0.3, 50, 10))
+    tally.add(Usage("transport", 0.0))  # failed before an answer: not timed
+    assert calls == [
+        ("latency", "observe", 0.2, {"outcome": "ok"}),
+        ("latency", "observe", 0.3, {"outcome": "ok"}),
+    ]
+    calls.clear()
+    tally.usd = 0.25
+    tally.flush(3, 32)
+    assert calls == [
+        ("requests", "inc", 2, {"outcome": "ok"}),
+        ("requests", "inc", 1, {"outcome": "transport"}),
+        ("tokens", "inc", 150, {"direction": "input"}),
+        ("tokens", "inc", 30, {"direction": "output"}),
+        ("cost", "inc", 0.25, None),
+        ("in_flight", "set", 3, None),
+        ("limit", "set", 32, None),
+    ]
+    calls.clear()
+    tally.flush(0, 32)  # nothing gathered since: only the gauges
+    assert calls == [("in_flight", "set", 0, None), ("limit", "set", 32, None)]

@@ -63,6 +63,7 @@ class Gateway:
         self._trip_line = ""
         self._trip_exit = EXIT_FAILED
         self._costed = 0.0  # dollars already counted in taguru_ray_cost_usd
+        self._tally = metrics.RequestTally()
         self._numbers = AttemptNumbers()
         self._rung = RungState(rung) if rung is not None else None
         self._finished = False
@@ -83,7 +84,6 @@ class Gateway:
         return self._grant(lease)
 
     def _grant(self, lease: Lease) -> Grant:
-        metrics.in_flight(self._pool.in_flight)
         keep = self._pool.keep(lease.worker)
         return Grant(lease.lease_id, lease.endpoint, self._rung.rung if self._rung else None, keep)
 
@@ -96,24 +96,23 @@ class Gateway:
         await self._judge(endpoint, done)
 
     async def _keep_gauges(self) -> None:
-        """In flight and the cap, set again while nothing changes them (a long
-        completion, a backoff): Ray's agent would drop them otherwise."""
+        """Every FLUSH_S: the requests gathered since, the cost so far (a GPU-hour price
+        runs on with the clock), in flight and the cap — set again while nothing changes
+        them, as Ray's agent would drop them otherwise."""
         while True:
-            await asyncio.sleep(metrics.GAUGE_REFRESH_S)
-            level = 0 if self._finished else self._pool.in_flight
-            metrics.permits(level, self._pool.current_limit)
-            self._count_cost()  # a GPU-hour price runs on with the clock
+            await asyncio.sleep(metrics.FLUSH_S)
+            self._flush()
 
-    def _report(self, done: Usage) -> None:
-        level = 0 if self._finished else self._pool.in_flight  # a late report changes nothing
-        metrics.request_done(done, level, self._pool.current_limit)
-        self._count_cost()
-
-    def _count_cost(self) -> None:
+    def _flush(self) -> None:
         spent = self._pool.spent_usd()
         if spent is not None and spent > self._costed:
-            metrics.cost(spent - self._costed)
+            self._tally.usd += spent - self._costed
             self._costed = spent
+        level = 0 if self._finished else self._pool.in_flight  # a late report changes nothing
+        self._tally.flush(level, self._pool.current_limit)
+
+    def _report(self, done: Usage) -> None:
+        self._tally.add(done)
 
     async def swap(
         self,
@@ -211,7 +210,7 @@ class Gateway:
         workers still keep, and the in-flight gauge says so before the actor ends."""
         self._finished = True
         await self._pool.stop()
-        metrics.in_flight(0)
+        self._flush()  # what was gathered since the last tick, and in flight 0
 
     async def stats(self) -> dict[str, Any]:
         return {**self._pool.stats(), "attempts": self._numbers.issued}
