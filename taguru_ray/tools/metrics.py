@@ -53,8 +53,6 @@ from typing import Any
 from taguru_ray.contract.records.attempts import (
     AttemptRecord,
     MoveRecord,
-    SegmentAttempts,
-    SettingsRecord,
 )
 from taguru_ray.contract.records.trace import (
     AssociationItem,
@@ -66,7 +64,7 @@ from taguru_ray.contract.records.trace import (
 from taguru_ray.errors import UsageError
 from taguru_ray.pricing.table import Prices
 from taguru_ray.store.outdir import OutDir
-from taguru_ray.tools.records import Lines, SegmentFiles, attempt_key, segment_files
+from taguru_ray.tools.records import Lines, RunModels, SegmentFiles, attempt_key, segment_files
 
 STATES = (
     "stop_valid",
@@ -227,21 +225,16 @@ def _fold_attempts(
 ) -> None:
     """States, corrections (only when `adopted` is known), moves, time, tokens, money —
     each into the fold of the run that made it (`at`)."""
-    models: dict[str, str] = {}
-    run = model = None
+    models = RunModels()
     replayed_piece: dict[str, bool] = {}  # piece id -> its latest completion was replayed
     for record in log.records:
-        if segment := SegmentAttempts.view(record):
-            run = segment.run_id
-        elif (settings := SettingsRecord.view(record)) and isinstance(settings.model, str):
-            model = settings.model
-            if isinstance(run, str):
-                models[run] = model
-        elif move := MoveRecord.view(record):
+        if models.see(record):
+            continue
+        if move := MoveRecord.view(record):
             if not replayed_piece.get(str(move.piece_id)):
-                at(record.get("run_id", run)).moves[str(move.move)] += 1
+                at(record.get("run_id", models.run)).moves[str(move.move)] += 1
         elif attempt := AttemptRecord.view(record):
-            fold = at(record.get("run_id", run))
+            fold = at(record.get("run_id", models.run))
             replayed = attempt_key(attempt.replayed_from) is not None
             replayed_piece[str(attempt.piece_id)] = replayed
             if replayed:
@@ -252,7 +245,7 @@ def _fold_attempts(
                 fold.gleanings[state] += 1
             else:
                 fold.states[state] += 1
-            _fold_cost(fold, attempt, models.get(str(attempt.run_id), model), prices)
+            _fold_cost(fold, attempt, models.of(attempt.run_id), prices)
             if adopted is None or attempt.run_id not in built_by:
                 continue
             if attempt_key(attempt.corrects) and attempt.stage != GLEANING:

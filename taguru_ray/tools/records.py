@@ -21,6 +21,7 @@ from typing import Any
 import fsspec
 
 from taguru_ray.contract.names import TRACE
+from taguru_ray.contract.records.attempts import SegmentAttempts, SettingsRecord
 from taguru_ray.store.outdir import OutDir
 
 Record = dict[str, Any]
@@ -186,3 +187,30 @@ def attempts_log_path(out: str, stem: str) -> str:
 
 def _is_log(name: str) -> bool:
     return name.endswith(ATTEMPTS_SUFFIX)
+
+
+@dataclass
+class RunModels:
+    """Which model each run of an attempts log asked, read as the log goes: a run's
+    settings record names it; an attempt of a run that named none takes the latest
+    model named before it. `run` is the run of the latest segment record."""
+
+    models: dict[str, str] = field(default_factory=dict)
+    run: Any = None
+    model: str | None = None
+
+    def see(self, record: dict[str, Any]) -> bool:
+        """Take `record` if it is a segment record or a settings record naming a model."""
+        if segment := SegmentAttempts.view(record):
+            self.run = segment.run_id
+            return True
+        if (settings := SettingsRecord.view(record)) and isinstance(settings.model, str):
+            self.model = settings.model
+            if isinstance(self.run, str):
+                self.models[self.run] = self.model
+            return True
+        return False
+
+    def of(self, run_id: Any) -> str | None:
+        """The model run `run_id` asked."""
+        return self.models.get(run_id, self.model) if isinstance(run_id, str) else self.model

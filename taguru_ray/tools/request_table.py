@@ -21,9 +21,9 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-from taguru_ray.contract.records.attempts import AttemptRecord, SegmentAttempts, SettingsRecord
+from taguru_ray.contract.records.attempts import AttemptRecord
 from taguru_ray.tools.metrics import MetricsReport
-from taguru_ray.tools.records import Lines, attempt_key
+from taguru_ray.tools.records import Lines, RunModels, attempt_key
 from taguru_ray.tools.tables import Column, Kind, Table
 
 NAME = "requests"
@@ -102,18 +102,10 @@ def request_table(report: MetricsReport) -> Table:
 def _completions(log: Lines) -> Iterator[tuple[AttemptRecord, str | None]]:
     """Each attempt record, with the model its run's settings record names (else the
     latest one before it)."""
-    models: dict[str, str] = {}
-    run = model = None
+    models = RunModels()
     for record in log.records:
-        if segment := SegmentAttempts.view(record):
-            run = segment.run_id
-        elif (settings := SettingsRecord.view(record)) and isinstance(settings.model, str):
-            model = settings.model
-            if isinstance(run, str):
-                models[run] = model
-        elif attempt := AttemptRecord.view(record):
-            run_id = attempt.run_id
-            yield attempt, models.get(run_id, model) if isinstance(run_id, str) else model
+        if not models.see(record) and (attempt := AttemptRecord.view(record)):
+            yield attempt, models.of(attempt.run_id)
 
 
 def typed(value: Any, kind: Kind) -> Any:
