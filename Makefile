@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINT := taguru_ray tests $(wildcard benchmarks/*.py) $(wildcard jobs/*.py)
 
-.PHONY: demo bench-demo bench-matrix bench-context bench-sessions test lint venv clean
+.PHONY: demo bench-demo bench-matrix bench-context bench-sessions test test-parallel lint venv clean
 
 venv: $(STAMP)
 
@@ -24,6 +24,13 @@ bench-demo: $(STAMP)
 	PY=$(BIN)/python sh examples/bench-demo.sh
 
 test: $(STAMP)
+	$(BIN)/ruff check $(LINT)
+	$(BIN)/python -m pytest -q
+
+# The same suite on two workers, each with its own local Ray: about 21 minutes on two
+# cores instead of 28. Not yet `make test`: one run of it saw the S3 SIGKILL test's driver
+# end at once with "0 written ... of 2" and exit 0, not yet explained.
+test-parallel: $(STAMP)
 	$(BIN)/ruff check $(LINT)
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 

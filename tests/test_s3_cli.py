@@ -164,7 +164,7 @@ def test_a_sigkilled_run_on_s3_resumes_from_its_checkpoint_journal_and_log(
         return len(journal.names(MANIFEST_JOURNAL)) == 1
 
     while len(units_in(checkpoint)) < 3 or not journaled():
-        assert driver.poll() is None, driver.communicate()
+        assert driver.poll() is None, b"\n".join(driver.communicate()).decode()[-4000:]
         assert time.monotonic() < deadline, "no checkpoint units appeared"
         time.sleep(0.05)
     os.kill(driver.pid, signal.SIGKILL)
