@@ -17,7 +17,7 @@ import pytest
 
 from taguru_ray.contract.names import output_name
 from taguru_ray.simulate.harness import SimulatorProcess
-from tests.support import CONTEXT, REPO, Cli
+from tests.support import CONTEXT, REPO, Cli, quiesce
 
 pytestmark = pytest.mark.slow
 
@@ -64,14 +64,8 @@ def pieces_written(out: Path) -> int:
 
 
 def quiet(simulator: SimulatorProcess) -> dict[str, Any]:
-    last, still = -1, 0
-    while still < 4:
-        time.sleep(0.4)
-        stats = simulator.stats()
-        if stats["requests"] == last and stats["in_flight"] == 0:
-            still += 1
-        else:
-            last, still = stats["requests"], 0
+    """The simulator's counters once a killed run's last requests have landed."""
+    quiesce(simulator)
     return simulator.stats()
 
 
