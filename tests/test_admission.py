@@ -474,6 +474,23 @@ def test_an_idle_permit_given_back_updates_the_idle_count_it_leaves() -> None:
     assert asyncio.run(scenario()) == [7]
 
 
+def test_idle_permits_given_back_together_free_each_and_wake_one_waiter_each() -> None:
+    async def scenario() -> tuple[list[int], int, bool]:
+        p, seen, leases = await _watched_pool(10)
+        p.idle("a", 4)
+        waiting = asyncio.create_task(p.acquire("b", 0))  # the pool's limit is all out
+        await asyncio.sleep(0.01)
+        await p.give_back_many([leases[6].lease_id, leases[7].lease_id, 999], idle=2)
+        granted = await asyncio.wait_for(waiting, 1)
+        p.renew(leases[0].endpoint, OK)
+        return seen, p.in_flight, granted.lease_id not in {lease.lease_id for lease in leases}
+
+    seen, in_flight, new = asyncio.run(scenario())
+    # Two of "a"'s four idle went back (the unknown lease is ignored); "b" got one:
+    # 9 out, 2 of them idle at "a", so 7 on the wire.
+    assert (seen, in_flight, new) == ([7], 9, True)
+
+
 def test_a_forgotten_worker_frees_its_permits_and_its_queued_requests_get_none() -> None:
     async def scenario() -> tuple[int, bool]:
         p = pool(urls=["http://only"], limit=2)
@@ -493,3 +510,28 @@ def test_a_forgotten_worker_frees_its_permits_and_its_queued_requests_get_none()
         return lease.endpoint, p.in_flight == 1
 
     assert asyncio.run(scenario()) == (0, True)
+
+
+def test_a_dead_workers_permits_come_back_without_resting_any_endpoint() -> None:
+    """A spot node taken back kills a worker holding permits on both endpoints: its
+    successor's registration frees them, cancels the dead one's queued requests, and
+    counts nothing against the endpoints — which answered nothing wrong."""
+
+    async def scenario() -> tuple[list[bool], bool, int, dict[str, int]]:
+        p = pool(limit=6)
+        p.register(0, "0-dead")
+        held = [await p.acquire("0-dead", 0) for _ in range(6)]  # three on each endpoint
+        queued = asyncio.create_task(p.acquire("0-dead", 0))
+        await asyncio.sleep(0.01)
+        p.register(0, "0-successor")
+        await p.wake()
+        await asyncio.sleep(0)
+        fresh = [await asyncio.wait_for(p.acquire("0-successor", 0), 1) for _ in range(6)]
+        now = p.clock()
+        ready = [endpoint.ready(now) for endpoint in p.endpoints]
+        return ready, queued.cancelled(), len(held) + len(fresh), dict(p.outcomes)
+
+    ready, cancelled, granted, outcomes = asyncio.run(scenario())
+    assert ready == [True, True]  # neither endpoint rested
+    assert cancelled and granted == 12
+    assert outcomes == {"lost": 6}

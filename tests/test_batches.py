@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from taguru_ray.engine.batches import WorkerBatches, failed_outcome, pick_worker
+from taguru_ray.engine.batches import (
+    GATHER_S,
+    GATHER_WHEN,
+    Outstanding,
+    WorkerBatches,
+    failed_outcome,
+    pick_worker,
+)
 from taguru_ray.pipeline.segment_job import SegmentJob, SegmentOutcome
 
 
@@ -80,6 +87,28 @@ def test_segments_handed_over_in_one_turn_go_in_one_call_and_land_as_they_finish
     assert sources == ["0.md", "1.md", "2.md", "3.md"]
 
 
+def test_a_worker_holding_many_segments_gets_the_next_ones_gathered_into_one_call() -> None:
+    async def scenario() -> list[list[int]]:
+        handle = StreamingHandle()
+        batches = WorkerBatches(handle)
+        held = [batches.run(job(i)) for i in range(GATHER_WHEN)]
+        await asyncio.sleep(0)  # one turn: the first call goes at once
+        for i in range(GATHER_WHEN, GATHER_WHEN + 3):  # three turns, within GATHER_S
+            batches.run(job(i))
+            await asyncio.sleep(0)
+        assert len(handle.calls) == 1  # gathering
+        await asyncio.sleep(GATHER_S * 3)
+        [stream, _] = handle.streams
+        await stream.put([outcome(i) for i in range(GATHER_WHEN)])
+        await asyncio.gather(*held)
+        batches.run(job(99))  # the worker holds 3 now: no gathering
+        await asyncio.sleep(0)
+        return handle.calls
+
+    calls = asyncio.run(scenario())
+    assert calls == [list(range(GATHER_WHEN)), [16, 17, 18], [99]]
+
+
 def test_a_stream_that_fails_fails_only_the_segments_still_out() -> None:
     class WorkerDied(Exception):
         pass
@@ -118,3 +147,76 @@ def test_a_segment_goes_to_the_worker_holding_fewest_and_a_resubmit_goes_round()
     # A resubmit skips the least-busy rule: the dead worker holds nothing, but restarts.
     assert pick_worker([4, 0, 4], index=1, attempt=1) == 2
     assert pick_worker([0, 4, 4], index=1, attempt=2) == 0
+
+
+def test_a_worker_holding_few_yields_each_outcome_as_it_finishes() -> None:
+    async def scenario() -> tuple[list[list[int]], int]:
+        held = Outstanding()
+        gates = [asyncio.Event() for _ in range(3)]
+
+        async def segment(i: int) -> int:
+            await gates[i].wait()
+            return i
+
+        items: list[list[int]] = []
+        stream = held.stream([asyncio.ensure_future(segment(i)) for i in range(3)])
+
+        async def consume() -> None:
+            async for item in stream:
+                items.append(item)
+
+        consumer = asyncio.ensure_future(consume())
+        for gate in gates:
+            gate.set()
+            await asyncio.sleep(0.01)
+        await consumer
+        return items, held.count
+
+    assert asyncio.run(scenario()) == ([[0], [1], [2]], 0)
+
+
+def test_a_worker_holding_many_gathers_outcomes_that_finish_close_together() -> None:
+    async def scenario() -> tuple[list[list[int]], int, int]:
+        held = Outstanding()
+        count = GATHER_WHEN + 2
+        gate = asyncio.Event()
+
+        async def segment(i: int) -> int:
+            if i < 2:
+                await asyncio.sleep(0.001 * i)  # two finish a moment apart
+                return i
+            await gate.wait()
+            return i
+
+        items: list[list[int]] = []
+        stream = held.stream([asyncio.ensure_future(segment(i)) for i in range(count)])
+        async for item in stream:
+            items.append(sorted(item))
+            if len(items) == 1:
+                holding = held.count  # the rest, after the first item
+                gate.set()
+        return items, holding, held.count
+
+    items, holding, after = asyncio.run(scenario())
+    assert items[0] == [0, 1]  # gathered into one item: the worker holds GATHER_WHEN more
+    assert holding == GATHER_WHEN and after == 0
+    assert sorted(i for item in items for i in item) == list(range(GATHER_WHEN + 2))
+
+
+def test_closing_the_stream_early_cancels_the_rest_and_forgets_them() -> None:
+    async def scenario() -> tuple[int, bool]:
+        held = Outstanding()
+
+        async def segment(i: int) -> int:
+            if i:
+                await asyncio.sleep(60)
+            return i
+
+        tasks = [asyncio.ensure_future(segment(i)) for i in range(3)]
+        stream = held.stream(tasks)
+        assert await anext(stream) == [0]
+        await stream.aclose()  # the driver's call went away
+        await asyncio.sleep(0)
+        return held.count, all(task.cancelled() for task in tasks[1:])
+
+    assert asyncio.run(scenario()) == (0, True)

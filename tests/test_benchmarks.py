@@ -34,8 +34,10 @@ RATIOS = (
     "commit_in_name_order_vs_arrival",
     "commit_in_name_order_vs_ideal",
     "skip_vs_hash",
+    "skip_vs_hash_100k",
     "skip_lines_vs_hash",
     "driver_memory_large_vs_small",
+    "driver_memory_1m_vs_100k",
     "cpu_ms_per_completion_large_vs_small",
 )
 
@@ -77,6 +79,7 @@ def results(tmp_path_factory: pytest.TempPathFactory, ray_address: str) -> dict[
             str(folder / "work"),
             "--address",
             ray_address,
+            "--no-multinode",  # tests/test_benchmark_multinode.py runs it
         ],
         cwd=REPO,
         capture_output=True,
@@ -176,9 +179,17 @@ def test_skip_and_memory_are_measured_without_calling_the_model(
     for run in skip["runs"]:
         _check_run(run)
         assert run["marked_lines"] == run["segments"]  # every segment reported as skipped
+    assert [row["segments"] for row in skip["by_size"]] == [20, 50, 200]
+    for row in skip["by_size"]:
+        assert _positive(row["hash_s"]) and _positive(row["driver_peak_rss_mb"])
     memory = results["driver_memory"]
-    assert memory["segments"] == [50, 200]
+    assert memory["segments"] == [20, 50, 200]
     assert all(_positive(mb) for mb in memory["driver_peak_rss_mb"])
+    assert len(memory["growth"]) == 2 and all(_positive(g) for g in memory["growth"])
+    # Issue 23's ratio: the third size over the second, whatever the preset's sizes.
+    peaks = memory["driver_peak_rss_mb"]
+    ratio = results["ratios"]["driver_memory_1m_vs_100k"]
+    assert ratio["value"] == pytest.approx(peaks[2] / peaks[1]) and ratio["target"] == "<= 1.5"
 
 
 def test_every_ratio_has_a_value_a_target_and_a_verdict(results: dict[str, Any]) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
+from taguru_ray.gateway import kept
 from taguru_ray.gateway.actor import Gateway
 from taguru_ray.gateway.kept import ASKING, GatewayAdmission
 from taguru_ray.gateway.pool import PermitPool, Stopped
@@ -31,6 +34,7 @@ def test_many_requests_share_few_permits_numbered_once_each(ray_address: str) ->
             seqs.append(await seq)  # numbered by the worker's next report
 
         await asyncio.gather(*(request() for _ in range(3 * ASKING + 10)))
+        await admission.flush()  # the run's end: idle permits go back
         for _ in range(100):  # the last releases and reports are not awaited
             stats = await gateway.stats.remote()
             if stats["in_flight"] == 0 and sum(stats["outcomes"].values()) == total:
@@ -88,7 +92,8 @@ def test_a_permit_granted_to_a_cancelled_request_goes_back_unused(ray_address: s
         waiter = asyncio.ensure_future(admission.acquire(0, False))
         await asyncio.sleep(0.2)
         waiter.cancel()
-        await admission.release(lease, Usage("ok", 0.01))
+        await admission.release(lease, Usage("ok", 0.01))  # kept, idle: no one waits
+        await admission.flush()  # the run's end gives it back
         for _ in range(100):
             stats = await gateway.stats.remote()
             if stats["in_flight"] == 0:
@@ -234,7 +239,7 @@ def test_a_permit_no_request_waited_for_serves_the_next_one_or_goes_back(
     ray_address: str,
 ) -> None:
     """A worker's next request is usually milliseconds away: a kept permit waits for it
-    at the worker, and goes back to the gateway once it has idled REPORT_S."""
+    at the worker, and goes back to the gateway once it has idled IDLE_S."""
     gateway = Gateway.remote(["http://unused"], 1)  # type: ignore[attr-defined]
 
     async def scenario() -> tuple[int, int, bool, dict[str, Any]]:
@@ -254,3 +259,26 @@ def test_a_permit_no_request_waited_for_serves_the_next_one_or_goes_back(
     first, again, returned, stats = asyncio.run(scenario())
     assert first == again and returned
     assert stats["in_flight"] == 0 and stats["outcomes"] == {"ok": 2} and stats["kept"] == 2
+
+
+def test_a_worker_holding_idle_permits_hands_them_over_when_another_waits(
+    ray_address: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Idle permits stay at their worker a while (IDLE_S), but the worker asks the
+    gateway's word meanwhile: once another worker waits there, its fair share is all it
+    may keep, and the rest go back — long before they would have idled out."""
+    monkeypatch.setattr(kept, "IDLE_S", 60.0)
+    gateway = Gateway.remote(["http://unused"], 2)  # type: ignore[attr-defined]
+
+    async def scenario() -> int:
+        holder = GatewayAdmission(gateway, 0)
+        await holder.register()
+        leases = [(await holder.acquire(0, False))[0] for _ in range(2)]
+        for lease in leases:
+            await holder.release(lease, Usage("ok", 0.01))  # both idle now, none waiting
+        other = GatewayAdmission(gateway, 1)
+        await other.register()
+        await asyncio.wait_for(other.acquire(0, False), 20)  # one came back on a word
+        return len(holder._idle)
+
+    assert asyncio.run(scenario()) == 1  # the holder keeps its fair share, idle

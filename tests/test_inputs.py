@@ -103,3 +103,42 @@ def test_a_config_file_must_be_a_regular_file_and_a_bad_line_is_never_echoed(
         read_config_file(str(bad))
     assert "line 1: expected KEY=VALUE" in str(refused.value)
     assert "sk-secret" not in str(refused.value)
+
+
+def test_the_sources_are_held_compactly_and_read_as_a_list(tmp_path: Path) -> None:
+    """A folder's names front-coded (ADR 0042), the sources equal to the list."""
+    names = ["b.md", "a.txt", "日本語.md", "z z.md"]
+    for name in names:
+        (tmp_path / name).write_text("x")
+    single = tmp_path / "single.md"
+    single.write_text("x")
+    folder = str(tmp_path)
+    sources = expand([f"{folder}/", str(single), folder])
+    listed = sorted([*names, "single.md"])
+    expected = [f"{folder}/{n}" for n in listed] + [str(single)] + [f"{folder}/{n}" for n in listed]
+    assert sources == expected and list(sources) == expected and len(sources) == len(expected)
+    assert [sources[i] for i in range(len(expected))] == expected
+    assert sources[-1] == expected[-1] and sources[2:4] == expected[2:4]
+    assert sources.parts == 3
+    with pytest.raises(IndexError):
+        sources[len(expected)]
+
+
+def test_a_name_that_is_not_utf8_reads_back_as_listed(tmp_path: Path) -> None:
+    raw = os.path.join(os.fsencode(tmp_path), b"caf\xe9.md")
+    with open(raw, "wb") as handle:
+        handle.write(b"x")
+    [source] = expand([str(tmp_path)])
+    assert os.fsencode(source) == raw and read_source(source) == b"x"
+
+
+def test_a_short_read_is_read_on_to_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "a.md"
+    path.write_bytes(b"0123456789" * 10)
+    real = os.read
+    monkeypatch.setattr(inputs.os, "read", lambda fd, n: real(fd, min(n, 7)))
+    assert read_regular(str(path)) == b"0123456789" * 10
+    assert read_regular(str(path), 25) == (b"0123456789" * 10)[:25]
+    assert read_source(str(path)) == b"0123456789" * 10

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import socket
 import threading
@@ -25,10 +26,11 @@ from taguru_ray.store.lease import (
     Raced,
     ReadBackLeaseStore,
     S3LeaseStore,
+    wait_for_deadline,
 )
 from taguru_ray.store.lock import lock_for
 from taguru_ray.store.logs import AttemptsLog, Sidecar
-from taguru_ray.store.manifest import ENTRY_DEFAULTS, Manifest, journal_name
+from taguru_ray.store.manifest import ENTRY_DEFAULTS, MANIFEST_INDEX, Manifest, journal_name
 from taguru_ray.store.outdir import Fenced, OutDir
 from tests import s3 as server
 from tests.s3 import S3
@@ -121,7 +123,7 @@ def test_compaction_writes_the_single_file_and_deletes_the_journal(out: OutDir) 
     manifest.record("docs/z.md", entry(output="z.jsonl"))
     manifest.record("docs/a.md", entry(output="a.jsonl"))
     manifest.compact()
-    assert objects(out) == [MANIFEST]
+    assert objects(out) == [MANIFEST_INDEX, MANIFEST]  # the single file and its index
     text = (out.read(MANIFEST) or b"").decode()
     assert text == manifest.render().decode()
     assert text.index('"docs/a.md"') < text.index('"docs/z.md"')
@@ -158,7 +160,7 @@ def test_a_killed_runs_journal_is_overlaid_on_the_single_file(out: OutDir) -> No
     assert rerun.entries["docs/a.md"]["model"] == "new"  # the journal is newer
     assert rerun.unchanged("docs/c.md", entry(output="c.jsonl"), {"c.jsonl"})
     rerun.compact()
-    assert objects(out) == [MANIFEST]
+    assert objects(out) == [MANIFEST_INDEX, MANIFEST]  # the single file and its index
     assert json.loads(out.read(MANIFEST) or b"")["documents"]["docs/a.md"]["model"] == "new"
 
 
@@ -178,7 +180,7 @@ def test_a_journal_entry_older_than_the_single_file_is_not_overlaid(out: OutDir)
     manifest, note = Manifest.load(out)
     assert note is None and manifest.entries["a.md"]["model"] == "reference"
     manifest.compact()  # the stale entry is cleared with the next compaction
-    assert objects(out) == [MANIFEST]
+    assert objects(out) == [MANIFEST_INDEX, MANIFEST]  # the single file and its index
 
 
 def test_an_unreadable_single_file_discards_the_journal_too(out: OutDir) -> None:
@@ -190,7 +192,7 @@ def test_an_unreadable_single_file_discards_the_journal_too(out: OutDir) -> None
     assert note is not None and "every segment re-extracts" in note
     manifest.record("b.md", entry())
     manifest.compact()
-    assert objects(out) == [MANIFEST]
+    assert objects(out) == [MANIFEST_INDEX, MANIFEST]  # the single file and its index
     assert list(json.loads(out.read(MANIFEST) or b"")["documents"]) == ["b.md"]
 
 
@@ -202,7 +204,7 @@ def test_the_journal_works_the_same_on_a_local_disk(tmp_path: Any) -> None:
     assert not (tmp_path / MANIFEST).exists()
     assert Manifest.load(out)[0].entries == {"a.md": entry()}
     manifest.compact()
-    assert sorted(p.name for p in tmp_path.iterdir()) == [MANIFEST]  # journal folder dropped
+    assert sorted(p.name for p in tmp_path.iterdir()) == [MANIFEST_INDEX, MANIFEST]  # no journal
     assert not (tmp_path / MANIFEST_JOURNAL).exists()
 
 
@@ -414,14 +416,15 @@ def test_without_conditional_writes_the_lease_reads_its_write_back(tmp_path: Any
 def test_every_write_is_fenced_by_the_lease_once_lost_or_about_to_lapse(out: OutDir) -> None:
     now = [1000.0]
     deadlines: list[float] = []
-    holder = LeaseLock(out, print, seconds=8, clock=lambda: now[0], on_lost=lambda: None)
+    holder = LeaseLock(out, print, seconds=8, clock=lambda: now[0], on_lost=lambda: None, grace=0.2)
     holder.acquire()
+    die(holder)  # frozen: no heartbeat renews it
     holder.on_renewed = deadlines.append
     out.fence = holder.check
     out.write("a.jsonl", b"{}\n")  # within the lease
     now[0] += 6.5  # past expiry minus the margin (8 - 2): a frozen holder stops writing
     with pytest.raises(Fenced):
-        out.write("b.jsonl", b"{}\n")
+        out.write("b.jsonl", b"{}\n")  # after waiting `grace` for a renewal that never came
     holder.renew()  # the holder woke and nobody took over: its lease is good again
     assert deadlines == [now[0] + 6.0]
     out.write("b.jsonl", b"{}\n")
@@ -432,6 +435,44 @@ def test_every_write_is_fenced_by_the_lease_once_lost_or_about_to_lapse(out: Out
     holder.release()
     out.fence = None
     assert out.read("a.jsonl") == b"{}\n"  # the fenced delete never happened
+
+
+def test_a_write_past_the_deadline_waits_for_a_late_renewal(out: OutDir) -> None:
+    """A renewal that runs late (a slow PUT on a busy machine) is waited for: the lease
+    was never lost, so the write goes ahead — it used to be refused at once, and the
+    run then ended with its segments interrupted, yet exited 0."""
+    now = [1000.0]
+    holder = LeaseLock(out, print, seconds=8, clock=lambda: now[0], on_lost=lambda: None)
+    holder.acquire()
+    die(holder)
+    out.fence = holder.check
+    now[0] += 6.5  # past the write deadline, the renewal not in yet
+    late = threading.Timer(0.3, holder.renew)
+    started = time.monotonic()
+    late.start()
+    try:
+        out.write("b.jsonl", b"{}\n")
+    finally:
+        late.join()
+        holder.release()
+        out.fence = None
+    assert time.monotonic() - started >= 0.25  # it waited for the renewal
+    assert out.read("b.jsonl") == b"{}\n"
+
+
+def test_the_fence_waits_for_no_renewal_once_lost_or_on_an_event_loop() -> None:
+    clock = time.time
+    passed = time.time() - 1
+    started = time.monotonic()
+    assert not wait_for_deadline(lambda: -math.inf, clock, grace=30)  # lost: at once
+
+    async def on_the_loop() -> bool:
+        return wait_for_deadline(lambda: passed, clock, grace=30)
+
+    assert not asyncio.run(on_the_loop())  # the loop may be what brings the renewal
+    assert time.monotonic() - started < 5
+    assert not wait_for_deadline(lambda: passed, clock, grace=0.1)  # waited, none came
+    assert wait_for_deadline(lambda: time.time() + 60, clock, grace=0)
 
 
 def test_compaction_merges_what_another_run_recorded_meanwhile(out: OutDir) -> None:

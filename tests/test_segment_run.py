@@ -87,6 +87,9 @@ class MemoryRecorder:
         self.files["trace"] = trace
         return []
 
+    async def record(self, inputs: dict[str, Any], previous_output: str | None) -> None:
+        self.recorded = (inputs, previous_output)
+
     def attempts_log_exists(self) -> bool:
         return True
 

@@ -163,7 +163,9 @@ def main(argv: Sequence[str]) -> int:
     try:
         settings = resolve(flags)
         from taguru_ray.engine.driver import Console, dry_run
+        from taguru_ray.heap import steady_malloc
 
+        steady_malloc()  # this process is the driver: a million segments' peak (ADR 0042)
         if settings.run.dry_run:
             return dry_run(settings, Console())
         return execute(settings, Console())

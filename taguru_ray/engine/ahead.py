@@ -17,17 +17,21 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from taguru_ray.engine.scan import Scanned
 
 SCAN_BATCH = 256
-SCAN_BATCH_BYTES = 32 * 1024 * 1024
-READERS = 4  # the manifest, the listing, the scan a batch ahead, the early settling
+SCAN_BATCH_BYTES = 16 * 1024 * 1024
+SCAN_DEPTH = 2  # batches read at once: one waits on the disk while the other hashes
+READERS = 5  # the manifest, the listing, the scan's batches, the early settling
 
 
 class ScanAhead:
     """Segments read and hashed in name order, a batch per thread hop (a hop costs more
-    than hashing a small segment), the next batch read while this one is consumed.
+    than hashing a small segment), SCAN_DEPTH batches read at once while the one before
+    them is consumed: a file not in the page cache is waited for on one thread while
+    another hashes (ADR 0042).
 
     One consumer at a time: the early-settling thread, then the dispatch loop, which
     takes over once that thread has returned (its future orders the hand-over).
-    A batch stops at SCAN_BATCH segments or SCAN_BATCH_BYTES of segment bytes.
+    A batch is SCAN_BATCH segments, cut short at SCAN_BATCH_BYTES of segment bytes;
+    the rest of a cut batch is read next, before the batches after it.
     """
 
     def __init__(
@@ -37,13 +41,15 @@ class ScanAhead:
         self._scan_one = scan_one
         self._executor = executor
         self._pending: deque[Scanned] = deque()
-        self._next = 0
-        self._ahead: Future[list[Scanned]] | None = self._read(0)
+        self._next = 0  # the first index no batch was asked for
+        # Batches asked for, in index order: (first index, end of its range, its read).
+        self._ahead: deque[tuple[int, int, Future[list[Scanned]]]] = deque()
+        self._fill()
 
-    def _batch(self, start: int) -> list[Scanned]:
+    def _batch(self, start: int, stop: int) -> list[Scanned]:
         out: list[Scanned] = []
         held = 0
-        for index in range(start, min(start + SCAN_BATCH, self._count)):
+        for index in range(start, stop):
             scanned = self._scan_one(index)
             out.append(scanned)
             held += len(scanned.data or b"")
@@ -51,30 +57,34 @@ class ScanAhead:
                 break
         return out
 
-    def _read(self, start: int) -> Future[list[Scanned]] | None:
-        if start >= self._count:
-            return None
-        return self._executor.submit(self._batch, start)
+    def _fill(self) -> None:
+        while len(self._ahead) < SCAN_DEPTH and self._next < self._count:
+            start, stop = self._next, min(self._next + SCAN_BATCH, self._count)
+            self._ahead.append((start, stop, self._executor.submit(self._batch, start, stop)))
+            self._next = stop
 
     def _take(self, batch: list[Scanned]) -> None:
-        self._next += len(batch)
-        self._ahead = self._read(self._next)
+        start, stop, _ = self._ahead.popleft()
+        cut = start + len(batch)
+        if cut < stop:  # cut short by its bytes: the rest comes before the batches after it
+            self._ahead.appendleft((cut, stop, self._executor.submit(self._batch, cut, stop)))
+        self._fill()
         self._pending.extend(batch)
 
     def next_now(self) -> Scanned | None:
         """The next segment, waiting on this thread; None after the last."""
         while not self._pending:
-            if self._ahead is None:
+            if not self._ahead:
                 return None
-            self._take(self._ahead.result())
+            self._take(self._ahead[0][2].result())
         return self._pending.popleft()
 
     async def next(self) -> Scanned | None:
         """The next segment, waiting without blocking the event loop; None after the last."""
         while not self._pending:
-            if self._ahead is None:
+            if not self._ahead:
                 return None
-            self._take(await asyncio.wrap_future(self._ahead))
+            self._take(await asyncio.wrap_future(self._ahead[0][2]))
         return self._pending.popleft()
 
     def put_back(self, scanned: Scanned) -> None:

@@ -71,6 +71,11 @@ class SegmentRecorder(Protocol):
 
     async def finish(self, source_file: bytes, trace: bytes) -> list[str]: ...
 
+    async def record(self, inputs: dict[str, Any], previous_output: str | None) -> None:
+        """The written segment's manifest journal entry, durable; then the output it
+        replaces (`previous_output`, when elsewhere) and its checkpoint are dropped."""
+        ...
+
     def attempts_log_exists(self) -> bool: ...
 
 

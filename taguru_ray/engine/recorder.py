@@ -24,6 +24,7 @@ from taguru_ray.contract.records import Record
 from taguru_ray.pipeline.segment_job import Resume
 from taguru_ray.store.checkpoints import Checkpoint
 from taguru_ray.store.logs import AttemptsLog
+from taguru_ray.store.manifest import write_journal_entry
 from taguru_ray.store.outdir import OutDir
 
 SidecarEmit = Callable[[list[Record]], None]
@@ -151,6 +152,18 @@ class StoreRecorder:
             # The source file and the manifest are the truth; the trace is advisory.
             return [f"could not write the trace {TRACE}/{name}: {error}"]
         return []
+
+    async def record(self, inputs: dict[str, Any], previous_output: str | None) -> None:
+        # Manifest first, then the deletes: a kill in between costs nothing. Done here,
+        # not by the driver, so the single driver spends no CPU on a segment's files.
+        await self._out.offload(write_journal_entry, self._out, self._source, inputs)
+        moved = previous_output and previous_output != inputs["output"]
+        await self._out.offload(self._drop, previous_output if moved else None)
+
+    def _drop(self, replaced: str | None) -> None:
+        if replaced:
+            self._out.delete(replaced)
+        Checkpoint(self._out, self._source, {}).delete()
 
     def attempts_log_exists(self) -> bool:
         return self._log is not None and self._log.opened

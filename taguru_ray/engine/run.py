@@ -40,6 +40,7 @@ from taguru_ray.engine.scan import (
     Console,
     Scanned,
     Tally,
+    WrittenIds,
     existing_contribution,
     existing_gaps,
     new_run_id,
@@ -62,7 +63,6 @@ from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.pipeline.vocabulary import contribution
 from taguru_ray.pricing.tariff import Tariff
 from taguru_ray.settings import Settings
-from taguru_ray.store.checkpoints import Checkpoint
 from taguru_ray.store.inputs import read_source
 from taguru_ray.store.lease import LeaseLock
 from taguru_ray.store.manifest import Manifest
@@ -279,7 +279,7 @@ class ExtractRun:
         readers = self._readers = ThreadPoolExecutor(READERS, thread_name_prefix="taguru-read")
         self._manifest_loading = readers.submit(Manifest.load, self.out)
         self._listing = readers.submit(self.out.presence)
-        seen: set[str] = set()
+        seen = WrittenIds.of(self.sources, self.settings.source.source_id, self.inputs)
         several = len(self.sources) > 1
         self.scanner = ScanAhead(
             len(self.sources),
@@ -382,7 +382,14 @@ class ExtractRun:
                 break
             await self._share_below(index)
             vocabulary = self.window.vocabulary_for(index)
-            job = SegmentJob(index, scanned.source, scanned.data, scanned.written_id, vocabulary)
+            job = SegmentJob(
+                index,
+                scanned.source,
+                scanned.data,
+                scanned.written_id,
+                vocabulary,
+                self.manifest.previous_output(scanned.source),
+            )
             tasks.append(asyncio.create_task(self._extract(job)))
         if self.stopping:  # nothing from the first segment not dispatched on may commit
             self.ledger.abandon.remote(self.reached)
@@ -490,16 +497,23 @@ class ExtractRun:
         outcome = await self._run_on_a_worker(job)
         lines = [("err", note) for note in outcome.notes]
         if outcome.status == "written" and outcome.inputs is not None:
-            try:
-                await self._record(job.source, outcome.inputs)
-            except Fenced:  # written, but the lease is lost: the new holder redoes it
-                outcome.status = "interrupted"
+            # The worker made its journal entry durable and dropped its checkpoint.
+            self.manifest.remember(job.source, outcome.inputs)
         if outcome.status == "written":
             self.tally.written += 1
             lines.append(("out", outcome.report or ""))
         elif outcome.status == "interrupted":
             self.tally.interrupted += 1
             self.ledger.abandon.remote(job.index)  # no later segment may commit now
+            # Fenced (a lapsed lease) while the run goes on: nothing later can be written —
+            # stop. A stop's own interruptions (a signal, a budget) are said by the stop.
+            if outcome.fenced and not self.stopping:
+                self.stopping = True
+                self.console.err(
+                    f"{FAILURE_PREFIX}stopping: {job.source} was interrupted, and no later "
+                    "segment can be written in this run — rerun to resume"
+                )
+                self._halt()
         else:
             self.tally.failed += 1
             self._send_settled([(job.index, Contribution())])  # a failed one settles nothing
@@ -583,23 +597,6 @@ class ExtractRun:
             return await self.batches[worker].run(job)
         finally:
             self.watchdog.busy[worker] -= 1
-
-    async def _record(self, source: str, inputs: dict[str, Any]) -> None:
-        """Manifest first, then drop the checkpoint: a kill in between costs nothing.
-
-        Two entries of the group commit (ADR 0018): the entry is held in memory,
-        and the deletes made, only once the journal entry is durable and in place.
-        """
-        previous = self.manifest.previous_output(source)
-        await self.out.offload(self.manifest.write_entry, source, inputs)
-        self.manifest.remember(source, inputs)
-        replaced = previous if previous and previous != inputs["output"] else None
-        await self.out.offload(self._drop, source, replaced)
-
-    def _drop(self, source: str, replaced: str | None) -> None:
-        if replaced:
-            self.out.delete(replaced)
-        Checkpoint(self.out, source, {}).delete()
 
     def _push_deadline(self, deadline: float) -> None:
         """The lease was renewed (or lost: -inf): the workers' new write deadline. Called
@@ -704,6 +701,12 @@ class ExtractRun:
         if self.fatal is not None:
             self.console.err(f"{FAILURE_PREFIX}{self.fatal}")
             return EXIT_FAILED  # stopped by fail-fast, whatever the tally
+        if tally.unsettled and not self.stopping:  # never exit 0 short of a segment
+            self.console.err(
+                f"{FAILURE_PREFIX}{tally.unsettled} of {tally.total} segment(s) were neither "
+                "written, unchanged nor failed, yet the run was not stopped — rerun to resume"
+            )
+            return EXIT_FAILED
         return exit_code(tally.failed + int(self.store_failed), self.stopping)
 
 

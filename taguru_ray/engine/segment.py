@@ -81,6 +81,8 @@ async def extract_segment(
             f"{FAILURE_PREFIX}{job.source}: replayed {replayer.replayed}/"
             f"{total} completions ({replayer.went_live} live)"
         )
+    if outcome.status == "written" and outcome.inputs is not None:
+        await recorder.record(outcome.inputs, job.previous_output)
     return outcome
 
 

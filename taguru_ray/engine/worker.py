@@ -11,6 +11,7 @@ endpoint.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import math
 import os
@@ -27,7 +28,7 @@ from taguru_ray.contract.completion import Completion, CompletionRequest
 from taguru_ray.contract.names import attempts_name
 from taguru_ray.contract.records import Record
 from taguru_ray.contract.records.sidecar import RunRecord
-from taguru_ray.engine.batches import failed_outcome
+from taguru_ray.engine.batches import Outstanding, failed_outcome
 from taguru_ray.engine.commits import CommitBatches
 from taguru_ray.engine.ports import Complete, Model
 from taguru_ray.engine.recorder import StoreRecorder
@@ -42,6 +43,7 @@ from taguru_ray.pipeline.report import FAILURE_PREFIX
 from taguru_ray.pipeline.run_inputs import RunInputs
 from taguru_ray.pipeline.segment_job import SegmentJob, SegmentOutcome
 from taguru_ray.settings import Settings
+from taguru_ray.store.lease import fence_grace, wait_for_deadline
 from taguru_ray.store.logs import Sidecar
 from taguru_ray.store.outdir import Fenced, OutDir
 
@@ -85,9 +87,14 @@ class SegmentWorker:
         if not self._out.local:
             self._out.fence = self._check_deadline
         self._client: ChatClient | None = None
+        self._outstanding = Outstanding()  # the segments of every `run_many` call
 
     def _check_deadline(self) -> None:
-        if time.time() >= self._deadline:
+        """Called on a writer thread before each write: past the deadline, wait a while
+        (`fence_grace`) for the driver's next renewal to arrive — it can run late on a
+        busy machine — before refusing, and refuse at once when the lease is lost."""
+        grace = fence_grace(self._settings.scale.lease_seconds)
+        if not wait_for_deadline(lambda: self._deadline, time.time, grace):
             raise Fenced(self._out.url)
 
     async def set_deadline(self, deadline: float) -> None:
@@ -122,14 +129,10 @@ class SegmentWorker:
         """Several segments in one call (`batches.WorkerBatches`): their outcomes as
         they finish, those that finished together in one item. A segment whose run
         raised comes back failed, as a failed call of its own would."""
-        running = {asyncio.ensure_future(self._run_or_fail(job)) for job in jobs}
-        try:
-            while running:
-                done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                yield [task.result() for task in done]
-        finally:
-            for task in running:
-                task.cancel()
+        tasks = [asyncio.ensure_future(self._run_or_fail(job)) for job in jobs]
+        async with contextlib.aclosing(self._outstanding.stream(tasks)) as outcomes:
+            async for finished in outcomes:
+                yield finished
 
     async def _run_or_fail(self, job: SegmentJob) -> SegmentOutcome:
         try:
@@ -142,6 +145,7 @@ class SegmentWorker:
                 job.source,
                 "interrupted",
                 notes=[f"{FAILURE_PREFIX}{job.source}: {fenced}"],
+                fenced=True,
             )
         except Exception as error:
             return failed_outcome(job, error)

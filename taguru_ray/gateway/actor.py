@@ -187,6 +187,10 @@ class Gateway:
         still wait for its next request, now this one is back."""
         await self._pool.give_back(lease_id, idle)
 
+    async def give_back_many(self, leases: list[int], idle: int) -> None:
+        """Several idle permits of one worker at once; `idle` as `give_back`'s."""
+        await self._pool.give_back_many(leases, idle)
+
     async def register(self, index: int, incarnation: str) -> None:
         self._pool.register(index, incarnation)
         await self._pool.wake()

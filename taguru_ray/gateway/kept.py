@@ -7,8 +7,10 @@ the gateway actor (`actor.Gateway`); `GatewayRung` is its segments' rung port.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
+import math
 import secrets
 import time
 from typing import Any
@@ -19,6 +21,15 @@ from taguru_ray.llm.client import Usage
 
 ASKING = 8  # a worker's requests asking the gateway on their own at once (swaps aside)
 REPORT_S = 0.05  # how long a worker gathers kept permits' outcomes before reporting them
+# A kept permit no request waits for stays at its worker: it goes back on the
+# gateway's word (another worker waits, the limit fell, a ceiling or a pause), which a
+# worker with traffic hears every REPORT_S and one holding idle permits asks for every
+# IDLE_WORD_S (an empty report). Giving them back after a short idle cost two gateway
+# calls a completion on a CPU-starved worker, whose requests come in bursts: back at
+# one gap, asked for again at the next burst (issue 23, ADR 0041). IDLE_S only bounds
+# a permit no word ever asked back; `flush` (the run's end) returns them all.
+IDLE_S = 10.0
+IDLE_WORD_S = 0.25
 
 
 class GatewayAdmission:
@@ -61,6 +72,8 @@ class GatewayAdmission:
         self._numbering: list[asyncio.Future[int]] = []  # issued, awaiting attempt_seq
         self._idle: dict[int, float] = {}  # kept permits no request waited for → since when
         self._reporting: asyncio.Task[None] | None = None
+        self._given: Any = None  # the last give-back call, for `flush` to wait on
+        self._heard = 0.0  # when this worker last reported (and heard the gateway's word)
 
     async def register(self) -> None:
         """Tell the gateway this worker (re)started, freeing a dead predecessor's permits."""
@@ -201,9 +214,15 @@ class GatewayAdmission:
         self._spawn(self._deliver(call, waiter), waiter)
 
     async def flush(self) -> None:
-        """Wait until every outcome and number this worker holds has been reported."""
+        """Wait until every outcome and number this worker holds has been reported, its
+        idle permits given back (the run's totals read the gateway next)."""
+        self._return_idle(math.inf)
         while self._reporting is not None and not self._reporting.done():
             await asyncio.shield(self._reporting)
+        if self._given is not None:
+            given, self._given = self._given, None
+            with contextlib.suppress(Exception):  # the gateway is gone: so is the run
+                await given
 
     def _schedule_report(self) -> None:
         if self._reporting is None or self._reporting.done():
@@ -214,11 +233,14 @@ class GatewayAdmission:
         the attempts issued since, to be numbered."""
         while True:
             await asyncio.sleep(REPORT_S)
-            self._return_idle(time.monotonic() - REPORT_S)
+            now = time.monotonic()
+            self._return_idle(now - IDLE_S)
             if not (self._kept or self._numbering):
                 if not self._idle:
                     return
-                continue
+                if now - self._heard < IDLE_WORD_S:
+                    continue
+            self._heard = now
             kept, self._kept = self._kept, []
             numbering, self._numbering = self._numbering, []
             now = time.monotonic()
@@ -243,12 +265,16 @@ class GatewayAdmission:
             self._return_idle(None)  # what the new word does not let this worker keep
 
     def _return_idle(self, before: float | None) -> None:
-        """Give back idle permits: those idle since `before`, and any over the keep."""
+        """Give back idle permits, all in one call: those idle since `before`, and any
+        over the keep."""
+        returned = []
         for lease, since in list(self._idle.items()):
             if (before is not None and since <= before) or len(self._held) > self._keep:
                 del self._idle[lease]
                 del self._held[lease]
-                self._gateway.give_back.remote(lease, len(self._idle))
+                returned.append(lease)
+        if returned:
+            self._given = self._gateway.give_back_many.remote(returned, len(self._idle))
 
     async def next_attempt_seq(self) -> int:
         return int(await self._gateway.next_attempt_seq.remote())

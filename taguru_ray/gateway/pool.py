@@ -292,6 +292,15 @@ class PermitPool:
             self.idle(lease.worker, idle)
         self._return(lease_id)
 
+    async def give_back_many(self, lease_ids: list[int], idle: int) -> None:
+        """`give_back` for several permits of one worker, dispatched once."""
+        for lease_id in lease_ids:
+            lease = self._leases.pop(lease_id, None)
+            if lease is not None:
+                self.idle(lease.worker, idle)
+                self._free(lease)
+        self._dispatch()
+
     def _return(self, lease_id: int) -> None:
         lease = self._leases.pop(lease_id, None)
         if lease is not None:
@@ -437,16 +446,22 @@ class PermitPool:
             return
         self._incarnations[index] = f"{index}-forgotten"
         self._drop(previous)
-        for waiter in self._queue:
-            if waiter.worker == previous and not waiter.future.done():
-                waiter.future.cancel()
         self._dispatch()
 
     def _drop(self, incarnation: str) -> None:
+        """A dead worker's permits come back, and its requests still queued here are
+        cancelled (their caller is gone: a grant to one would never come back). What
+        its requests met is unknown — the worker died, not the endpoint — so nothing
+        is counted against an endpoint's health (resting both endpoints of a run for
+        minutes when a spot node went, issue 23) or fed to the adaptive limit."""
         self._idle.pop(incarnation, None)
         for lease in [lease for lease in self._leases.values() if lease.worker == incarnation]:
             del self._leases[lease.lease_id]
-            self._settle(lease, Usage("lost", 0.0))
+            self._free(lease)
+            self.outcomes["lost"] += 1
+        for waiter in self._queue:
+            if waiter.worker == incarnation and not waiter.future.done():
+                waiter.future.cancel()
 
     async def wake(self) -> None:
         """Grant permits freed outside `release` (a restarted worker's) to waiters."""

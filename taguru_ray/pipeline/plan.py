@@ -11,6 +11,7 @@ by a blank line; no chunk exceeds ``chunk_bytes``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -44,12 +45,13 @@ class Piece:
     total: int
     blocks: tuple[Block, ...]
 
-    @property
+    # Cached: a piece's prompt, records and checkpoint unit each ask for them again.
+    @functools.cached_property
     def text(self) -> str:
         """The labelled blocks, no preamble: what the piece id hashes."""
         return BLOCK_SEPARATOR.join(block.text for block in self.blocks)
 
-    @property
+    @functools.cached_property
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 

@@ -11,6 +11,7 @@ attempt 5 as on attempt 2.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -93,6 +94,7 @@ def system_prompt(steering: Steering) -> str:
     return "\n\n".join(parts)
 
 
+@functools.lru_cache(maxsize=256)  # every segment of a run mostly shares its system prompt
 def system_sha256(system: str) -> str:
     return hashlib.sha256(system.encode("utf-8")).hexdigest()
 

@@ -19,6 +19,9 @@ class SegmentJob:
     data: bytes
     written_id: str
     vocabulary: tuple[LabelUse, ...]
+    # The output the manifest names for this segment before this run, when it has one:
+    # the worker deletes it once the new entry is recorded, if the new one is elsewhere.
+    previous_output: str | None = None
 
 
 @dataclass
@@ -41,3 +44,4 @@ class SegmentOutcome:
     contribution: Contribution = field(default_factory=Contribution)
     counts: dict[str, int] = field(default_factory=dict)
     completions: int = 0
+    fenced: bool = False  # interrupted by the store's write fence (the lease lapsed)

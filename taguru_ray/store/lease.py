@@ -20,7 +20,12 @@ the lease: `check` (the driver's) and the deadline handed to the workers
 (`on_renewed`) allow writes only until a quarter of a lease before the last
 known expiry — the margin covers clock skew and a write in flight — and never
 after the lease was lost. A frozen holder's workers, which do not freeze with
-it, stop writing before anyone can take over.
+it, stop writing before anyone can take over. A write that finds the deadline
+passed waits a while (`grace`) for the renewal to push it on before it is
+refused (`wait_for_deadline`): a renewal's PUT, or its push to a worker, can
+run late on a busy machine, and a lease that was never lost should not stop
+the run. Waiting writes nothing, so it is as safe as refusing: a renewal is a
+conditional write, and one that succeeds proves no other run took over.
 
 Its length (over 400 lines) is one protocol's: the lease record, the two
 conditional stores and the lock that renews and fences are read together.
@@ -29,6 +34,7 @@ conditional stores and the lock that renews and fences are read together.
 from __future__ import annotations
 
 import _thread
+import asyncio
 import contextlib
 import json
 import math
@@ -49,6 +55,39 @@ from taguru_ray.store.outdir import Fenced, OutDir
 # Without a conditional write, how long to wait before reading a written lease
 # back: a racing writer's PUT lands within it, and the read-back then sees it.
 SETTLE_SECONDS = 1.0
+# How often a write held at the fence looks for a renewed deadline, and the least it
+# waits for one: a renewal's PUT on an overloaded machine can take seconds.
+FENCE_POLL_SECONDS = 0.05
+FENCE_GRACE_MIN_SECONDS = 10.0
+
+
+def fence_grace(seconds: float) -> float:
+    """How long a write past the deadline waits for a late renewal: a lease length, and
+    never less than FENCE_GRACE_MIN_SECONDS (a short lease's renewals run late first)."""
+    return max(seconds, FENCE_GRACE_MIN_SECONDS)
+
+
+def wait_for_deadline(
+    deadline: Callable[[], float], clock: Callable[[], float], grace: float
+) -> bool:
+    """Whether a write may go ahead: at once while `clock()` is before `deadline()`;
+    past it, once a late renewal moves the deadline on, waiting up to `grace` seconds
+    for it — and never once the lease is lost (a deadline of -inf). Nothing is written
+    while it waits. A write made on an event loop's thread does not wait: the loop
+    may be what delivers the renewal (a worker's), and nothing else would run."""
+    if clock() < deadline():
+        return True
+    try:
+        asyncio.get_running_loop()
+        return False
+    except RuntimeError:
+        pass  # a writer thread: it may wait
+    give_up = time.monotonic() + grace
+    while deadline() != -math.inf and time.monotonic() < give_up:
+        time.sleep(FENCE_POLL_SECONDS)
+        if clock() < deadline():
+            return True
+    return False
 
 
 def refusal(out: OutDir, holder: str) -> str:
@@ -243,7 +282,9 @@ class LeaseLock:
 
     `seconds` is the lease length (renewed every quarter of it); `say` prints
     a line to stderr; `on_lost` runs once if another run takes the lease over
-    while this one still holds it; `clock` gives epoch seconds.
+    while this one still holds it; `clock` gives epoch seconds; `grace` is how
+    long a write past the deadline waits for a late renewal (`fence_grace`
+    unless given).
     """
 
     def __init__(
@@ -255,10 +296,12 @@ class LeaseLock:
         store: LeaseStore | None = None,
         on_lost: Callable[[], None] = _thread.interrupt_main,
         clock: Callable[[], float] = time.time,
+        grace: float | None = None,
     ) -> None:
         self._out = out
         self._say = say
         self.seconds = seconds
+        self.grace = fence_grace(seconds) if grace is None else grace
         self._store = store if store is not None else lease_store(out)
         self._on_lost = on_lost
         self._clock = clock
@@ -281,8 +324,9 @@ class LeaseLock:
         return -math.inf if self.lost else self.valid_until - self.margin
 
     def check(self) -> None:
-        """The driver's fence: raise `Fenced` once the lease is lost or about to lapse."""
-        if self.lost or self._clock() >= self.write_deadline:
+        """The driver's fence: raise `Fenced` once the lease is lost, or about to lapse
+        and not renewed within `grace` (`wait_for_deadline`)."""
+        if self.lost or not wait_for_deadline(lambda: self.write_deadline, self._clock, self.grace):
             raise Fenced(self._out.url)
 
     def _lease(self, now: float) -> Lease:
