@@ -18,8 +18,15 @@ single file, so nothing written is ever re-paid. An entry older than the
 single file is not overlaid: a tool that knows no journal (the reference)
 rewrote the file after it, so the file is newer for every segment.
 
-Its length (over 400 lines) is one file's: the packed entries, the streamed
-parse, the journal and the compaction must agree on one encoding.
+At a million segments the single file is most of a gigabyte (ADR 0042): the
+entries are held as compact rows (`store/manifest_rows.py`), the file is read a
+chunk at a time — an entry whose middle lines repeat the one before without a
+JSON decode — and written as it is rendered, and each write leaves an index
+beside it (`store/manifest_index.py`) that the next load reads instead, while
+the file still has the bytes the index was made from.
+
+Its length (over 400 lines) is one file's: the streamed parse, the rendering,
+the journal and the compaction must agree on one encoding.
 """
 
 from __future__ import annotations
