@@ -128,7 +128,9 @@ def test_window_1_and_overhead_are_measured(results: dict[str, Any]) -> None:
     assert roles == results["overhead"]["by_role"]
     assert set(roles) == {"driver", "gateway", "segment_workers", "ledger", "ray"}
     assert [roles[r]["target"] for r in ("driver", "gateway", "segment_workers")] == [
-        "<= 0.3", "<= 0.3", "<= 2.0"
+        "<= 0.3",
+        "<= 0.3",
+        "<= 2.0",
     ]
     assert isinstance(roles["driver"]["cpu_ms_per_completion"], float)
 

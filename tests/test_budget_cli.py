@@ -59,8 +59,15 @@ def test_a_token_budget_stops_the_run_and_a_higher_one_finishes_it_asking_nothin
     docs, out = corpus(tmp_path), tmp_path / "out"
     # One segment at a time, so those answered within the budget are written in order.
     stopped = cli.extract(
-        "--context", CONTEXT, "--out", str(out), "--budget-tokens", "2500",
-        "--segment-window", "1", str(docs),
+        "--context",
+        CONTEXT,
+        "--out",
+        str(out),
+        "--budget-tokens",
+        "2500",
+        "--segment-window",
+        "1",
+        str(docs),
     )
     assert stopped.returncode == 130, stopped.stderr
     assert "the token budget (--budget-tokens 2500) would be crossed" in stopped.stderr
@@ -95,8 +102,17 @@ def test_a_dollar_budget_needs_a_price_and_a_priced_run_shows_its_cost(
     # At $1000 per 1M tokens each completion costs about $0.80 and is estimated at about
     # $0.95 before it goes: a $2.50 budget allows two or three (one segment is short).
     run = cli.extract(
-        "--context", CONTEXT, "--out", str(out), "--prices", str(prices), "--budget-usd",
-        "2.5", "--segment-window", "1", str(docs),
+        "--context",
+        CONTEXT,
+        "--out",
+        str(out),
+        "--prices",
+        str(prices),
+        "--budget-usd",
+        "2.5",
+        "--segment-window",
+        "1",
+        str(docs),
     )
     assert run.returncode == 130, run.stderr
     assert "the budget (--budget-usd 2.5) would be crossed" in run.stderr

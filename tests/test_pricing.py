@@ -32,8 +32,13 @@ def test_a_prices_file_is_read_and_refused_in_one_line() -> None:
     prices = load_prices(json.dumps({"local-12b": {"input": 0.02, "output": 0.08}}), "--prices p")
     assert prices.cost("local-12b", 1_000_000, 500_000) == pytest.approx(0.06)
     assert prices.basis == "--prices p"
-    for bad in ("[]", "{", json.dumps({"m": {"input": -1, "output": 1}}),
-                json.dumps({"m": {"input": True, "output": 1}}), json.dumps({"m": 3})):
+    for bad in (
+        "[]",
+        "{",
+        json.dumps({"m": {"input": -1, "output": 1}}),
+        json.dumps({"m": {"input": True, "output": 1}}),
+        json.dumps({"m": 3}),
+    ):
         with pytest.raises(PricesError) as error:
             load_prices(bad, "--prices p")
         assert str(error.value).startswith("--prices p: ") and "\n" not in str(error.value)

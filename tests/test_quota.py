@@ -162,9 +162,10 @@ def test_the_simulated_window_counts_requests_and_tokens() -> None:
     assert window.admit(100, 10.0)  # a new window
     tokens = QuotaWindow(tokens=300, window_seconds=60.0)
     assert tokens.admit(200, 0.0) and not tokens.admit(200, 1.0)
-    assert QuotaWindow(requests=1, window_seconds=100.0).headers(0.0)[
-        "x-ratelimit-reset-requests"
-    ] == "1m40s"
+    assert (
+        QuotaWindow(requests=1, window_seconds=100.0).headers(0.0)["x-ratelimit-reset-requests"]
+        == "1m40s"
+    )
 
 
 def test_a_run_against_a_rate_limited_provider_waits_for_its_windows_and_sees_no_429(
@@ -210,7 +211,11 @@ def test_the_client_waits_what_retry_after_ms_says() -> None:
         with SimulatorProcess("--rate-limit-requests", "1", "--rate-limit-window", "0.4") as sim:
             async with open_session() as http:
                 client = ChatClient(
-                    http, sim.chat_url, "taguru-sim", api_key=None, timeout_secs=10,
+                    http,
+                    sim.chat_url,
+                    "taguru-sim",
+                    api_key=None,
+                    timeout_secs=10,
                     admission=Recording(),
                 )
                 request = CompletionRequest([{"role": "user", "content": "[1] Ray runs."}])

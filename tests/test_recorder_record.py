@@ -23,9 +23,7 @@ def _recorded(tmp_path: Path, previous: str | None) -> OutDir:
     out.write(checkpoint_path(SOURCE), b"{}")
     out.write("old-a.jsonl", b"old")
     out.write("a.jsonl", b"new")
-    recorder = StoreRecorder(
-        out, SOURCE, trace_attempts=False, sidecar=None, sidecar_path=None
-    )
+    recorder = StoreRecorder(out, SOURCE, trace_attempts=False, sidecar=None, sidecar_path=None)
     asyncio.run(recorder.record(INPUTS, previous))
     return out
 

@@ -101,7 +101,11 @@ def test_the_key_header_style_is_chosen_by_setting(
         app.router.add_post("/v1/chat/completions", handler)
         async with TestServer(app, host=host) as server, open_session() as http:
             client = ChatClient(
-                http, str(server.make_url("/v1")), "m", api_key="k-1", timeout_secs=5,
+                http,
+                str(server.make_url("/v1")),
+                "m",
+                api_key="k-1",
+                timeout_secs=5,
                 key_header=style,
             )
             await client.complete(CompletionRequest([{"role": "user", "content": "x"}]))

@@ -709,7 +709,6 @@ class ExtractRun:
             return EXIT_FAILED
         return exit_code(tally.failed + int(self.store_failed), self.stopping)
 
-
     def row(self, index: int) -> SegmentRow | None:
         """How segment `index` ended in this run, or None when the run never reached it."""
         row = self.segments.get(index)

@@ -104,9 +104,7 @@ class SegmentWorker:
     def _chat(self) -> ChatClient:
         # Created on first use, inside the actor's event loop that will drive it.
         if self._client is None:
-            self._client = ChatClient.of(
-                open_session(), self._settings.transport, self._admission
-            )
+            self._client = ChatClient.of(open_session(), self._settings.transport, self._admission)
             self._client.on_retry = metrics.transport_retry
         return self._client
 

@@ -284,8 +284,10 @@ def _quota_low(usage: Usage, keep: int) -> bool:
     """The provider says its window is nearly spent: the permit goes back to the gateway,
     which then counts every request until the window resets (pool.QUOTA_LOW_WATER)."""
     quota = usage.quota
-    return quota is not None and quota.requests is not None and (
-        quota.requests < QUOTA_LOW_WATER * max(keep, 1)
+    return (
+        quota is not None
+        and quota.requests is not None
+        and (quota.requests < QUOTA_LOW_WATER * max(keep, 1))
     )
 
 

@@ -13,7 +13,8 @@ its block by bisection over the blocks' first paths and decodes that block
 once; the driver asks in name order, so a block is decoded once per `BLOCK`
 lookups. What arrives out of order (an entry recorded during the run, a
 journal entry, a hand-edited file) goes to a plain dict beside the sorted
-rows, folded into them when it grows.
+rows, folded into them when it grows. Rows read back from the manifest's index
+(`store/manifest_index.py`) arrive in these very buffers, with nothing to decode.
 """
 
 from __future__ import annotations

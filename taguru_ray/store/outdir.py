@@ -5,10 +5,8 @@ local disk a temp file in the same folder, fsynced, then renamed over the
 target; on an object store one PUT of the whole object (``pipe_file``). A
 reader therefore sees the old bytes or the new ones, never a torn file.
 
-Logs written record by record go through an `Appender`: on a local disk an
-append handle, flushed and fsynced per call; on an object store (which has
-no append) the whole object re-PUT per call, so the one object readers open
-always holds every record appended so far (ADR 0009).
+Logs written record by record go through an `Appender` (`store/appenders.py`,
+ADR 0009).
 
 Writes run through `offload` from async code join a group commit on a local
 disk (`store/commit.py`, ADR 0018): the fsync becomes one barrier per batch,
@@ -23,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import bisect
 import contextlib
-import errno
 import io
 import operator
 import os
@@ -32,24 +29,16 @@ import secrets
 from array import array
 from collections.abc import Awaitable, Callable, Container, Iterable
 from datetime import datetime
-from typing import IO, Any, Protocol, TypeVar
+from typing import IO, Any, TypeVar
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
 from taguru_ray.contract.names import CHECKPOINTS, MANIFEST, MANIFEST_JOURNAL, TRACE
-from taguru_ray.store.commit import COMMITTER, stage_append, stage_write, staging
+from taguru_ray.store.appenders import Appender, FileAppender, LinkRefused, ObjectAppender
+from taguru_ray.store.commit import COMMITTER, stage_write, staging
 
 T = TypeVar("T")
-
-
-class Appender(Protocol):
-    """A log that only grows; every `append` is durable before it returns (inside a
-    group-commit batch: before the awaited `offload` returns)."""
-
-    def append(self, data: bytes) -> None: ...
-
-    def close(self) -> None: ...
 
 
 class OutDir:
@@ -259,8 +248,8 @@ class OutDir:
     def appender(self, name: str, *, fresh: bool) -> Appender:
         """A log at `name`: emptied when `fresh`, else continued after its current bytes."""
         if self.local:
-            return _FileAppender(self.local_path(name), fresh=fresh)
-        return _ObjectAppender(self, name, fresh=fresh)
+            return FileAppender(self.local_path(name), fresh=fresh)
+        return ObjectAppender(self, name, fresh=fresh)
 
 
 class _HashedNames:
@@ -301,111 +290,6 @@ class Fenced(OSError):
             f"the lease on {url} was lost or lapsed unrenewed: this run writes nothing more "
             "there (the run that takes it over finishes the work; checkpoints are kept)"
         )
-
-
-class LinkRefused(OSError):
-    """A symbolic link where --out holds a record: never written through."""
-
-    def __init__(self, path: str, what: str = "a record") -> None:
-        super().__init__(
-            f"{path}: a symbolic link where {what} belongs — remove it; taguru-ray never "
-            "writes through a link under --out"
-        )
-
-
-class _FileAppender:
-    """A local append handle: each append is written, flushed and fsynced (inside a
-    group-commit batch, synced by the batch's barrier).
-
-    Opened without following a symbolic link (a link planted at a log's name would
-    have it truncate or grow whatever file it points at), and a continued log whose
-    last line a killed run tore is cut back to its last whole line first, so the
-    tear is never buried mid-file under the records appended after it.
-    """
-
-    def __init__(self, target: str, *, fresh: bool) -> None:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        self._target = target
-        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-        flags |= os.O_TRUNC if fresh else os.O_APPEND
-        try:
-            fd = os.open(target, flags, 0o644)
-        except OSError as error:
-            if error.errno == errno.ELOOP:
-                raise LinkRefused(target) from None
-            raise
-        if not fresh:
-            _trim_torn_tail(fd)
-        self._handle: IO[bytes] | None = os.fdopen(fd, "ab")
-
-    def append(self, data: bytes) -> None:
-        if self._handle is None:
-            raise ValueError("append to a closed log")
-        self._handle.write(data)
-        self._handle.flush()
-        batch = staging()
-        if batch is not None:  # synced with its batch
-            stage_append(batch, self._target)
-        else:
-            os.fsync(self._handle.fileno())
-
-    def close(self) -> None:
-        if self._handle is not None:
-            self._handle.close()
-            self._handle = None
-
-
-def _trim_torn_tail(fd: int) -> None:
-    """Cut a file that does not end in a newline back to its last whole line."""
-    size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-        return
-    end = size
-    while end > 0:
-        start = max(0, end - 65536)
-        block = os.pread(fd, end - start, start)
-        cut = block.rfind(b"\n")
-        if cut >= 0:
-            os.ftruncate(fd, start + cut + 1)
-            return
-        end = start
-    os.ftruncate(fd, 0)
-
-
-def trimmed(data: bytes) -> bytes:
-    """`data` up to its last whole line (an object-store log a killed run tore)."""
-    if not data or data.endswith(b"\n"):
-        return data
-    cut = data.rfind(b"\n")
-    return data[: cut + 1] if cut >= 0 else b""
-
-
-class _ObjectAppender:
-    """An object-store log: the whole object, held in memory, re-PUT per append.
-
-    A continued log starts from the object's current bytes (one GET). A fresh
-    one replaces the old object with its first append — or with an empty one
-    at close, if nothing was appended — as a local truncation would.
-    """
-
-    def __init__(self, out: OutDir, name: str, *, fresh: bool) -> None:
-        self._out = out
-        self._name = name
-        self._data = bytearray() if fresh else bytearray(trimmed(out.read(name) or b""))
-        self._unwritten = fresh
-        self._closed = False
-
-    def append(self, data: bytes) -> None:
-        if self._closed:
-            raise ValueError("append to a closed log")
-        self._data += data
-        self._out.write(self._name, bytes(self._data))
-        self._unwritten = False
-
-    def close(self) -> None:
-        if not self._closed and self._unwritten:
-            self._out.write(self._name, b"")
-        self._closed = True
 
 
 def _modified(info: dict[str, Any]) -> float | None:
