@@ -24,12 +24,19 @@ ROLES = {
 TARGETS_MS = {"driver": 0.3, "gateway": 0.3, "segment_workers": 2.0}
 
 
+_OWNER = {kind: role for role, kinds in ROLES.items() for kind in kinds}
+
+
+def role_of(kind: str) -> str:
+    """The role a process kind belongs to (`ray` for every process of Ray's own)."""
+    return _OWNER.get(kind, "ray")
+
+
 def by_role(cpu_sampled_s: Mapping[str, float]) -> dict[str, float]:
     """A run's sampled CPU seconds, summed per role (`ray` holds the rest)."""
-    owner = {kind: role for role, kinds in ROLES.items() for kind in kinds}
     totals: dict[str, float] = dict.fromkeys([*ROLES, "ray"], 0.0)
     for kind, seconds in cpu_sampled_s.items():
-        totals[owner.get(kind, "ray")] += seconds
+        totals[role_of(kind)] += seconds
     return totals
 
 
@@ -40,9 +47,12 @@ def marginal_by_role(
     one core of it could sustain, and its target when it has one, met or not."""
     extra = large_done - small_done
     a, b = by_role(small), by_role(large)
+    # A role none of whose processes was sampled (the runs joined a cluster with
+    # --address, whose processes are not the run's) has no figure, not a zero.
+    sampled = {role_of(kind) for kind in large}
     out: dict[str, dict[str, Any]] = {}
     for role in b:
-        ms = 1000.0 * (b[role] - a[role]) / extra if extra > 0 else None
+        ms = 1000.0 * (b[role] - a[role]) / extra if extra > 0 and role in sampled else None
         target = TARGETS_MS.get(role)
         out[role] = {
             "cpu_ms_per_completion": ms,

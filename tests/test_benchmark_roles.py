@@ -36,11 +36,21 @@ def test_the_marginal_cost_leaves_start_up_out_and_says_what_a_core_sustains() -
     assert roles["segment_workers"]["cpu_ms_per_completion"] == pytest.approx(1.5)
     assert roles["segment_workers"]["target"] == "<= 2.0" and roles["segment_workers"]["met"]
     assert roles["gateway"]["met"] is True
+    # No ledger process was sampled (as when the runs join a cluster): no figure.
     assert roles["ledger"] == {
-        "cpu_ms_per_completion": 0.0,
+        "cpu_ms_per_completion": None,
         "completions_per_s_per_core": None,
         "target": None,
         "met": None,
     }
     nothing = marginal_by_role(small, 200, large, 200)
     assert nothing["driver"]["cpu_ms_per_completion"] is None and nothing["driver"]["met"] is None
+
+
+def test_a_run_that_sampled_only_its_driver_claims_no_target_for_the_other_roles() -> None:
+    roles = marginal_by_role({"driver": 1.0}, 10, {"driver": 1.5}, 110)
+    assert roles["driver"]["cpu_ms_per_completion"] == pytest.approx(5.0)
+    assert roles["driver"]["met"] is False
+    for role in ("gateway", "segment_workers", "ledger", "ray"):
+        assert roles[role]["cpu_ms_per_completion"] is None
+        assert roles[role]["met"] is None

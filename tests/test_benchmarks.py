@@ -133,6 +133,7 @@ def test_window_1_and_overhead_are_measured(results: dict[str, Any]) -> None:
         "<= 2.0",
     ]
     assert isinstance(roles["driver"]["cpu_ms_per_completion"], float)
+    assert roles["gateway"]["cpu_ms_per_completion"] is None and roles["gateway"]["met"] is None
 
 
 def test_the_sweep_has_every_level_and_auto_or_a_reason(results: dict[str, Any]) -> None:
