@@ -41,6 +41,11 @@ def corpus(folder: Path, segments: int, paragraphs: int = 6) -> Path:
     return folder
 
 
+# How long a run may take to get going: bounds a wait, never a measure of speed (a
+# busy machine starts Ray workers slowly).
+STARTUP_S = 180
+
+
 def args(out: Path, docs: Path, *extra: str) -> list[str]:
     return ["--context", CONTEXT, "--out", str(out), "--chunk-bytes", "512", *extra, str(docs)]
 
@@ -95,7 +100,7 @@ def segment_workers() -> list[psutil.Process]:
 def no_segment_workers_left() -> None:
     """Wait for the worker processes of finished runs to exit (Ray ends them with their
     driver's job)."""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + STARTUP_S
     while segment_workers():
         assert time.monotonic() < deadline, "a finished run's segment workers lingered"
         time.sleep(0.2)
@@ -105,7 +110,7 @@ def a_worker_once_a_unit_is_checkpointed(
     driver: subprocess.Popen[str], out: Path
 ) -> psutil.Process:
     """A SegmentWorker process of the running extract, once it has checkpointed work."""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + STARTUP_S
     while units(out) < 1:
         assert driver.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
@@ -121,7 +126,7 @@ def test_sigint_lets_completions_in_flight_finish_and_exits_130(
     docs, out = corpus(tmp_path / "docs", 4), tmp_path / "out"
     slow.reset()
     driver = start(cli, *args(out, docs, "--parallel", "2", "--segment-window", "4"))
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + STARTUP_S
     while units(out) < 2:
         assert driver.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)
@@ -148,7 +153,7 @@ def test_a_stopped_run_that_also_had_a_failure_exits_1_as_the_reference_does(
     docs, out = corpus(tmp_path / "docs", 4), tmp_path / "out"
     (docs / "000-bad.md").write_bytes(b"\xff\xfe is not UTF-8\n")  # first in name order: fails
     driver = start(cli, *args(out, docs, "--segment-window", "4"))
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + STARTUP_S
     while units(out) < 1:
         assert driver.poll() is None and time.monotonic() < deadline
         time.sleep(0.05)

@@ -9,6 +9,11 @@ for `TAGURU_RAY_WORKER_HANG_SECS` is killed and restarted through Ray, which
 fails its segments as a death would, and the driver resubmits them to resume
 from their checkpoints. One line names it. A request slow at the endpoint
 never trips it: the worker's event loop answers while its requests wait.
+
+A worker is judged only once it has answered, when it first starts and after
+each restart: starting a process (imports, Ray's registration) on a busy node
+can take longer than the hang, and a worker killed for being slow to start
+would be killed for ever.
 """
 
 from __future__ import annotations
@@ -22,28 +27,43 @@ import ray
 from taguru_ray.engine.segment import FAILURE_PREFIX
 
 LONGEST_PAUSE = 10.0  # seconds between rounds of questions, at the most
+STARTUP_S = 120.0  # a (re)started worker's time to come up before it is judged
+RETRY_S = 0.5  # between questions to a worker Ray still reports unavailable
 
 
 class Watchdog:
-    def __init__(self, workers: list[Any], hang_seconds: float, say: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        workers: list[Any],
+        hang_seconds: float,
+        say: Callable[[str], None],
+        restart: Callable[[Any], None] = lambda worker: ray.kill(worker, no_restart=False),
+    ) -> None:
         self._workers = workers
         self._hang = hang_seconds  # 0: off
         self._say = say
+        self._restart = restart
         self.busy = [0] * len(workers)  # segments each worker holds now
-        self._restarted: dict[int, float] = {}  # worker -> when the watchdog restarted it
+        self._starting: dict[int, asyncio.Task[None]] = {}  # (re)started, not yet answering
 
     async def run(self) -> None:
         """Watch until cancelled (the run's end)."""
         if not self._hang:
             return
-        while True:
-            await asyncio.sleep(min(self._hang / 4, LONGEST_PAUSE))
-            await asyncio.gather(*(self._check(i) for i in range(len(self._workers))))
+        # A worker is judged once it has answered: the first start counts as a restart.
+        for index in range(len(self._workers)):
+            self._starting[index] = asyncio.create_task(self._come_up(index))
+        try:
+            while True:
+                await asyncio.sleep(min(self._hang / 4, LONGEST_PAUSE))
+                await asyncio.gather(*(self._check(i) for i in range(len(self._workers))))
+        finally:
+            for task in list(self._starting.values()):
+                task.cancel()
 
     async def _check(self, index: int) -> None:
-        now = asyncio.get_running_loop().time()
-        if not self.busy[index] or now - self._restarted.get(index, -self._hang) < self._hang:
-            return  # idle, or given its restart's time
+        if not self.busy[index] or index in self._starting:
+            return  # idle, or still coming up after a restart
         worker = self._workers[index]
         try:
             await asyncio.wait_for(worker.alive.remote(), self._hang)
@@ -55,7 +75,25 @@ class Watchdog:
                 f"{self._hang:g} s (TAGURU_RAY_WORKER_HANG_SECS); restarting it — its "
                 "segments are resubmitted and resume from their checkpoints"
             )
-            self._restarted[index] = asyncio.get_running_loop().time()
-            ray.kill(worker, no_restart=False)
+            self._restart(worker)
+            self._starting[index] = asyncio.create_task(self._come_up(index))
         except ray.exceptions.RayError:
             return  # dead or restarting already: the driver resubmits its segments
+
+    async def _come_up(self, index: int) -> None:
+        """Wait until the (re)started worker answers (or `STARTUP_S` passes); until then
+        it is not judged. After a restart, the first questions may still reach the
+        instance being killed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + STARTUP_S
+        try:
+            while (left := deadline - loop.time()) > 0:
+                try:
+                    await asyncio.wait_for(self._workers[index].alive.remote(), left)
+                    return
+                except TimeoutError:
+                    return
+                except ray.exceptions.RayError:
+                    await asyncio.sleep(RETRY_S)
+        finally:
+            self._starting.pop(index, None)
