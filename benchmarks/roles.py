@@ -58,6 +58,7 @@ def marginal_by_role(
             "cpu_ms_per_completion": ms,
             "completions_per_s_per_core": 1000.0 / ms if ms and ms > 0 else None,
             "target": f"<= {target}" if target is not None else None,
-            "met": None if ms is None or target is None else ms <= target,
+            # Below zero the slope is noise (the small run cost more): no claim either way.
+            "met": None if ms is None or target is None or ms < 0 else ms <= target,
         }
     return out

@@ -54,3 +54,10 @@ def test_a_run_that_sampled_only_its_driver_claims_no_target_for_the_other_roles
     for role in ("gateway", "segment_workers", "ledger", "ray"):
         assert roles[role]["cpu_ms_per_completion"] is None
         assert roles[role]["met"] is None
+
+
+def test_a_negative_slope_is_noise_and_meets_no_target() -> None:
+    roles = marginal_by_role({"driver": 3.0}, 100, {"driver": 2.7}, 600)
+    assert roles["driver"]["cpu_ms_per_completion"] == pytest.approx(-0.6)
+    assert roles["driver"]["met"] is None
+    assert roles["driver"]["completions_per_s_per_core"] is None
