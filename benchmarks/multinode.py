@@ -41,7 +41,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -64,6 +63,7 @@ from benchmarks.run import (
     _process_kind,
     psutil,
     sim_window,
+    work_dir,
 )
 from taguru_ray.contract.names import TRACE, attempts_name
 from taguru_ray.simulate.answers import first_user_turn
@@ -793,22 +793,12 @@ def parse_args(argv: list[str] | None) -> tuple[Params, argparse.Namespace]:
     return params, args
 
 
-@contextlib.contextmanager
-def _work_dir(keep: Path | None) -> Iterator[Path]:
-    if keep is not None:
-        keep.mkdir(parents=True, exist_ok=True)
-        yield keep
-        return
-    with tempfile.TemporaryDirectory(prefix="taguru-ray-multinode-") as folder:
-        yield Path(folder)
-
-
 def main(argv: list[str] | None = None) -> int:
     params, args = parse_args(argv)
     name = args.name or ("multinode" if args.preset == "full" else f"multinode-{args.preset}")
     from benchmarks.run import machine
 
-    with _work_dir(args.work_dir) as work:
+    with work_dir(args.work_dir, "taguru-ray-multinode-") as work:
         try:
             result = {"name": name, "machine": machine(), **measure_multinode(params, work)}
         except BenchFailed as failure:

@@ -1233,19 +1233,20 @@ def _int_list(text: str) -> tuple[int, ...]:
 
 
 @contextlib.contextmanager
-def _work_dir(keep: Path | None) -> Iterator[Path]:
+def work_dir(keep: Path | None, prefix: str = "taguru-ray-bench-") -> Iterator[Path]:
+    """`keep` (made if missing, left behind), or a temporary folder removed at the end."""
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
         yield keep
         return
-    with tempfile.TemporaryDirectory(prefix="taguru-ray-bench-") as folder:
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
         yield Path(folder)
 
 
 def main(argv: list[str] | None = None) -> int:
     params, args = parse_args(argv)
     name = args.name or ("bench" if args.preset == "full" else f"bench-{args.preset}")
-    with _work_dir(args.work_dir) as work:
+    with work_dir(args.work_dir) as work:
         try:
             path = run_bench(
                 params, args.results_dir, work, name, args.address, not args.no_multinode
