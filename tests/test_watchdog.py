@@ -5,18 +5,23 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import ray
+
 from taguru_ray.engine import watchdog as watchdog_module
 from taguru_ray.engine.watchdog import Watchdog
 
 HANG = 0.5  # wide enough for a busy machine: a prompt answer takes no time
 NEVER = None
+DIED = "died"  # the question fails: Ray reports the worker dead or restarting
 
 
 class FakeWorker:
     """Answers its questions after the given delays in turn (the last one repeats; NEVER:
     no answer). A restart starts over with `after_restart`."""
 
-    def __init__(self, *delays: float | None, after_restart: tuple[float | None, ...] = (0.0,)):
+    def __init__(
+        self, *delays: float | str | None, after_restart: tuple[float | str | None, ...] = (0.0,)
+    ) -> None:
         self._delays = list(delays)
         self._after_restart = after_restart
         self.restarts = 0
@@ -26,7 +31,9 @@ class FakeWorker:
         delay = self._delays.pop(0) if len(self._delays) > 1 else self._delays[0]
         return self._answer(delay)
 
-    async def _answer(self, delay: float | None) -> bool:
+    async def _answer(self, delay: float | str | None) -> bool:
+        if delay == DIED:
+            raise ray.exceptions.ActorDiedError()
         if delay is None:
             await asyncio.Event().wait()
         await asyncio.sleep(delay or 0)
@@ -108,3 +115,11 @@ def test_an_idle_worker_is_never_asked() -> None:
 
     asyncio.run(scenario())
     assert idle.restarts == 0
+
+
+def test_a_worker_ray_restarts_on_its_own_is_given_its_time_to_come_up() -> None:
+    # Up, then its process crashes: Ray says so once, and its successor takes five
+    # hangs to answer. The watchdog restarts nothing itself.
+    crashed = FakeWorker(0.0, DIED, 5 * HANG, 0.0)
+    lines = asyncio.run(_watch([crashed], 5.0))
+    assert crashed.restarts == 0 and lines == []

@@ -63,7 +63,7 @@ class Watchdog:
 
     async def _check(self, index: int) -> None:
         if not self.busy[index] or index in self._starting:
-            return  # idle, or still coming up after a restart
+            return  # idle, or still coming up after a (re)start
         worker = self._workers[index]
         try:
             await asyncio.wait_for(worker.alive.remote(), self._hang)
@@ -78,7 +78,9 @@ class Watchdog:
             self._restart(worker)
             self._starting[index] = asyncio.create_task(self._come_up(index))
         except ray.exceptions.RayError:
-            return  # dead or restarting already: the driver resubmits its segments
+            # Dead or restarting already (a crash, a lost node): the driver resubmits its
+            # segments, and its successor is judged once up, as after a restart of ours.
+            self._starting[index] = asyncio.create_task(self._come_up(index))
 
     async def _come_up(self, index: int) -> None:
         """Wait until the (re)started worker answers (or `STARTUP_S` passes); until then
