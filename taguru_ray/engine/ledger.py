@@ -18,6 +18,7 @@ import asyncio
 import math
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import ray
 
@@ -105,11 +106,20 @@ class Ledger:
     every renewal of its lease on an object store, the workers fetch it to fence
     their writes. A driver that freezes stops setting it, and its workers then stop
     writing before another run can take the lease over (store/lease.py).
+
+    And it hands out the run's inputs (`RunInputs`): the driver puts one copy in the
+    object store, and a segment worker — a restarted one too — asks here once for its
+    reference. The reference travels inside a list, so Ray passes it on as a reference,
+    never resolved here. (An actor of its own for it cost every run a process start.)
     """
 
-    def __init__(self, ordered: bool = True) -> None:
+    def __init__(self, ordered: bool = True, inputs: list[Any] | None = None) -> None:
         self._order = CommitOrder(ordered=ordered)
         self._deadline = math.inf  # a local folder's flock needs no fence
+        self._inputs = inputs or []  # [ObjectRef of the run's RunInputs]
+
+    async def inputs(self) -> list[Any]:
+        return self._inputs
 
     async def settle(self, settled: list[tuple[int, Contribution]]) -> None:
         self._order.settle(settled)

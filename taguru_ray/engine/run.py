@@ -134,6 +134,7 @@ class ExtractRun:
         self._handover = threading.Event()
         self._existing: Container[str] = ()
         self._settle_timer: asyncio.TimerHandle | None = None
+        self._watching: asyncio.Task[None] | None = None  # the watchdog, once workers start
 
     def _existing_contribution(self, index: int) -> Contribution:
         """What skipped segment `index` offers: its source file's labels and names."""
@@ -149,8 +150,7 @@ class ExtractRun:
     async def run(self) -> int:
         # Imported here: the actor classes register with Ray only when a run needs them.
         from taguru_ray.engine.ledger import CONTEXT_INDEX, Ledger
-        from taguru_ray.engine.shared_inputs import SharedInputs
-        from taguru_ray.engine.worker import DiagnosticsWriter, SegmentWorker, run_actor_name
+        from taguru_ray.engine.worker import DiagnosticsWriter, run_actor_name
         from taguru_ray.gateway.actor import Gateway
 
         settings = self.settings
@@ -175,7 +175,6 @@ class ExtractRun:
         rung = await self._before_the_first_request()
         # One copy of the run's inputs in the object store however many workers.
         inputs_ref = self.inputs_ref = ray.put(self.inputs)  # the driver owns the copy
-        self.shared_inputs = SharedInputs.options(**here("inputs")).remote([inputs_ref])
         self.gateway = Gateway.options(**here("gateway")).remote(
             list(settings.transport.endpoints),
             limit,
@@ -189,7 +188,9 @@ class ExtractRun:
             blame=Blame.of(settings.transport),
         )
         self.meter = SegmentMeter(self.run_id, settings.transport.model, self.tally.total)
-        self.ledger = Ledger.options(**here("ledger")).remote(settings.scale.commit_order == "name")
+        self.ledger = Ledger.options(**here("ledger")).remote(
+            settings.scale.commit_order == "name", [inputs_ref]
+        )
         if isinstance(self.lock, LeaseLock):
             self.ledger.set_deadline.remote(self.lock.write_deadline)
         if self._seed is not None:
@@ -202,25 +203,19 @@ class ExtractRun:
             else None
         )
         try:
-            self.workers = [
-                SegmentWorker.options(**self._worker_placement()).remote(i, settings, self.run_id)
-                for i in range(settings.scale.workers)
-            ]
-            self.batches = [WorkerBatches(worker) for worker in self.workers]
-            hang = settings.scale.worker_hang_secs
-            self.watchdog = Watchdog(self.workers, hang, self.console.err)
             # The early settling hands over at its next segment; the loop goes on from there.
             self._handover.set()
-            await asyncio.wrap_future(self._early)
+            if await asyncio.wrap_future(self._early):
+                self._start_workers()  # it stopped at a segment that needs one
             heap.settle()  # the manifest is in: out of every later collection's walk
             watcher = asyncio.create_task(self._watch())
-            watchdog = asyncio.create_task(self.watchdog.run())
             tripwire = asyncio.create_task(self._fail_fast())
             try:
                 await self._dispatch()
             finally:
                 watcher.cancel()
-                watchdog.cancel()
+                if self._watching is not None:
+                    self._watching.cancel()
                 tripwire.cancel()
                 self.progress.clear()
             try:
@@ -251,11 +246,28 @@ class ExtractRun:
             self._end_actors(diagnostics)
 
     def _end_actors(self, diagnostics: Any) -> None:
-        actors = [*self.workers, self.gateway, self.ledger, self.shared_inputs, diagnostics]
+        actors = [*self.workers, self.gateway, self.ledger, diagnostics]
         for actor in actors:
             if actor is not None:
                 with contextlib.suppress(Exception):  # already gone is as good as ended
                     ray.kill(actor, no_restart=True)
+
+    def _start_workers(self) -> None:
+        """The segment workers and their watchdog, once the first segment needs one: a
+        rerun that skips everything starts none. Never more workers than segments: each
+        is a process to start, and a run of one segment has nothing to hand a second."""
+        if self._watching is not None:
+            return
+        from taguru_ray.engine.worker import SegmentWorker
+
+        settings = self.settings
+        self.workers = [
+            SegmentWorker.options(**self._worker_placement()).remote(i, settings, self.run_id)
+            for i in range(min(settings.scale.workers, max(1, len(self.sources))))
+        ]
+        self.batches = [WorkerBatches(worker) for worker in self.workers]
+        self.watchdog = Watchdog(self.workers, settings.scale.worker_hang_secs, self.console.err)
+        self._watching = asyncio.create_task(self.watchdog.run())
 
     def _worker_placement(self) -> dict[str, Any]:
         """Spread the segment workers; `--worker-resource` keeps them on the nodes
@@ -525,6 +537,7 @@ class ExtractRun:
 
     async def _run_on_a_worker(self, job: SegmentJob) -> SegmentOutcome:
         """Run a segment; a worker that dies under it gets the segment resubmitted."""
+        self._start_workers()
         deaths: list[str] = []
         for attempt in range(RESUBMITS + 1):
             worker = pick_worker(self.watchdog.busy, job.index, attempt)

@@ -59,7 +59,7 @@ def run_actor_name(run_id: str, role: str) -> str:
 # resubmits the segments it was running, and their checkpoints make the redo cheap.
 # Its constructor takes no actor handle or object reference: Ray warns, on every
 # run, that such arguments could be lost to a restart. It finds the run's actors by
-# name instead, the run's inputs among them (`shared_inputs.SharedInputs`).
+# name instead; the run's inputs come from the ledger (`ledger.Ledger.inputs`).
 @ray.remote(num_cpus=0, max_concurrency=10_000, max_restarts=-1)
 class SegmentWorker:
     def __init__(self, index: int, settings: Settings, run_id: str) -> None:
@@ -204,8 +204,7 @@ class SegmentWorker:
             model = dataclasses.replace(model, complete=replayer.complete, replay=replayer)
         try:
             if self._inputs is None:
-                shared = ray.get_actor(run_actor_name(self._run_id, "inputs"))
-                [inputs] = await shared.reference.remote()
+                [inputs] = await self._ledger.inputs.remote()
                 self._inputs = await inputs
             return await extract_segment(
                 job, self._settings, self._run_id, model, recorder, self._inputs
