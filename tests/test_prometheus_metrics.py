@@ -73,29 +73,37 @@ def test_the_driver_sends_what_each_outcome_gained_and_the_total(
     ]
 
 
+class FakeMetric:
+    """Records what Ray's metric would have been handed, in `calls`."""
+
+    def __init__(self, name: str, calls: list[tuple[Any, ...]]) -> None:
+        self.name = name
+        self.calls = calls
+
+    def inc(self, value: float = 1.0, tags: dict[str, str] | None = None) -> None:
+        self.calls.append((self.name, "inc", value, tags))
+
+    def set(self, value: float, tags: dict[str, str] | None = None) -> None:
+        self.calls.append((self.name, "set", value, tags))
+
+    def observe(self, value: float, tags: dict[str, str] | None = None) -> None:
+        self.calls.append((self.name, "observe", value, tags))
+
+
+def fake_metrics(monkeypatch: pytest.MonkeyPatch, *names: str) -> list[tuple[Any, ...]]:
+    """Ray's metrics `names` replaced by fakes; what they are handed, in order."""
+    calls: list[tuple[Any, ...]] = []
+    fakes = {name: FakeMetric(name, calls) for name in names}
+    monkeypatch.setattr(metrics, "_metrics", lambda: fakes)
+    return calls
+
+
 def test_requests_are_gathered_and_handed_to_ray_in_one_go(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The gateway's tally: a latency sample per try at once, the counters and gauges
     only at a flush, summed."""
-    calls: list[tuple[Any, ...]] = []
-
-    class Fake:
-        def __init__(self, name: str) -> None:
-            self.name = name
-
-        def inc(self, value: float = 1.0, tags: dict[str, str] | None = None) -> None:
-            calls.append((self.name, "inc", value, tags))
-
-        def set(self, value: float, tags: dict[str, str] | None = None) -> None:
-            calls.append((self.name, "set", value, tags))
-
-        def observe(self, value: float, tags: dict[str, str] | None = None) -> None:
-            calls.append((self.name, "observe", value, tags))
-
-    fakes = {name: Fake(name) for name in ("requests", "latency", "tokens", "cost", "in_flight",
-                                           "limit")}  # fmt: skip
-    monkeypatch.setattr(metrics, "_metrics", lambda: fakes)
+    calls = fake_metrics(monkeypatch, "requests", "latency", "tokens", "cost", "in_flight", "limit")
     tally = metrics.RequestTally()
     tally.add(Usage("ok", 0.2, 100, 20))
     tally.add(Usage("ok", 0.3, 50, 10))
@@ -119,3 +127,31 @@ def test_requests_are_gathered_and_handed_to_ray_in_one_go(
     calls.clear()
     tally.flush(0, 32)  # nothing gathered since: only the gauges
     assert calls == [("in_flight", "set", 0, None), ("limit", "set", 32, None)]
+
+
+def test_a_workers_attempts_moves_and_retries_reach_ray_summed_once_a_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = fake_metrics(monkeypatch, "attempts", "moves", "retries")
+    now = [100.0]
+    tally = metrics.EventTally(clock=lambda: now[0])
+    tally.attempt("accepted", "extract")
+    tally.attempt("accepted", "extract")
+    tally.move("split")
+    tally.transport_retry("http_429")
+    assert calls == []  # within the second: gathered, not handed over
+    now[0] += metrics.FLUSH_S
+    tally.attempt("rejected", "repair")  # the first event after the second hands all over
+    assert calls == [
+        ("attempts", "inc", 2, {"state": "accepted", "stage": "extract"}),
+        ("moves", "inc", 1, {"move": "split"}),
+        ("retries", "inc", 1, {"cause": "http_429"}),
+        ("attempts", "inc", 1, {"state": "rejected", "stage": "repair"}),
+    ]
+    calls.clear()
+    tally.move("demote")
+    tally.flush()  # the run's end: whatever is left, at once
+    assert calls == [("moves", "inc", 1, {"move": "demote"})]
+    calls.clear()
+    tally.flush()
+    assert calls == []

@@ -1,4 +1,5 @@
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,17 @@ def test_a_torn_last_line_is_cut_before_a_log_is_continued(tmp_path: Path) -> No
     log.close()
     lines = path.read_bytes().splitlines()
     assert [json.loads(line)["type"] for line in lines] == ["segment", "segment"]
+
+
+def test_a_write_remakes_a_folder_removed_after_an_earlier_write(tmp_path: Path) -> None:
+    """A write checks its folder once per OutDir: one removed since (by hand, or as
+    left empty) is made again, not refused."""
+    out = OutDir(str(tmp_path / "out"))
+    out.write("trace/a.jsonl", b"one\n")
+    shutil.rmtree(tmp_path / "out" / "trace")
+    out.write("trace/b.jsonl", b"two\n")
+    assert (tmp_path / "out" / "trace" / "b.jsonl").read_bytes() == b"two\n"
+    out.delete("trace/b.jsonl")
+    out.remove_empty_folder("trace")
+    out.write("trace/c.jsonl", b"three\n")
+    assert sorted(p.name for p in (tmp_path / "out" / "trace").iterdir()) == ["c.jsonl"]

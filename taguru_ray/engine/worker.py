@@ -88,6 +88,7 @@ class SegmentWorker:
             self._out.fence = self._check_deadline
         self._client: ChatClient | None = None
         self._outstanding = Outstanding()  # the segments of every `run_many` call
+        self._events = metrics.EventTally()  # attempts, moves, retries for Prometheus
 
     def _check_deadline(self) -> None:
         """Called on a writer thread before each write: past the deadline, wait a while
@@ -105,7 +106,7 @@ class SegmentWorker:
         # Created on first use, inside the actor's event loop that will drive it.
         if self._client is None:
             self._client = ChatClient.of(open_session(), self._settings.transport, self._admission)
-            self._client.on_retry = metrics.transport_retry
+            self._client.on_retry = self._events.transport_retry
         return self._client
 
     async def pid(self) -> int:
@@ -116,7 +117,9 @@ class SegmentWorker:
         self._admission.halt()
 
     async def flush(self) -> None:
-        """Report what the gateway has not heard yet (the run's totals read it next)."""
+        """Report what the gateway has not heard yet (the run's totals read it next), and
+        hand Prometheus the counts gathered since the last second."""
+        self._events.flush()
         await self._admission.flush()
 
     async def alive(self) -> bool:
@@ -174,13 +177,14 @@ class SegmentWorker:
                 pending.append(self._diagnostics.write.remote(records))
 
         recorder = Metered(
+            self._events,
             StoreRecorder(
                 self._out,
                 job.source,
                 trace_attempts=self._settings.records.trace_attempts,
                 sidecar=emit if self._diagnostics is not None else None,
                 sidecar_path=self._settings.records.diagnostics_out,
-            )
+            ),
         )
 
         async def commit(proposal: Proposal) -> Verdict | None:
@@ -244,7 +248,8 @@ class Metered:
     """A recorder that also counts attempts and ladder moves for Prometheus (the
     client counts their transport retries, by cause)."""
 
-    def __init__(self, inner: StoreRecorder) -> None:
+    def __init__(self, events: metrics.EventTally, inner: StoreRecorder) -> None:
+        self._events = events
         self._inner = inner
         self.sidecar_path = inner.sidecar_path
 
@@ -253,9 +258,9 @@ class Metered:
 
     async def log(self, record: Record) -> None:
         if record["type"] == "attempt":
-            metrics.attempt(record["state"], record["stage"])
+            self._events.attempt(record["state"], record["stage"])
         elif record["type"] == "move":
-            metrics.move(record["move"])
+            self._events.move(record["move"])
         await self._inner.log(record)
 
 

@@ -14,7 +14,9 @@ Created lazily: a metric exists only in a process Ray runs.
 
 from __future__ import annotations
 
+import time
 from collections import Counter as CounterOf
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -132,17 +134,39 @@ class RequestTally:
         permits(level, limit)
 
 
-def transport_retry(cause: str) -> None:
-    """An HTTP try failed with `cause` and is tried again (`retry.retry_cause`)."""
-    _metrics()["retries"].inc(tags={"cause": cause})
+class EventTally:
+    """A segment worker's attempt states, ladder moves and transport retries, gathered in
+    the process and handed to Ray's counters on the first event after FLUSH_S and at
+    `flush` (the run's end): a counter call per attempt, each crossing into Ray's core,
+    was 2.5 % of a worker's CPU per completion (issue 23). A worker that dies loses at
+    most its last second of counts; its records on disk are unaffected."""
 
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._counts: CounterOf[tuple[str, tuple[tuple[str, str], ...]]] = CounterOf()
+        self._due = clock() + FLUSH_S
 
-def attempt(state: str, stage: str) -> None:
-    _metrics()["attempts"].inc(tags={"state": state, "stage": stage})
+    def attempt(self, state: str, stage: str) -> None:
+        self._add("attempts", (("state", state), ("stage", stage)))
 
+    def move(self, kind: str) -> None:
+        self._add("moves", (("move", kind),))
 
-def move(kind: str) -> None:
-    _metrics()["moves"].inc(tags={"move": kind})
+    def transport_retry(self, cause: str) -> None:
+        """An HTTP try failed with `cause` and is tried again (`retry.retry_cause`)."""
+        self._add("retries", (("cause", cause),))
+
+    def _add(self, metric: str, tags: tuple[tuple[str, str], ...]) -> None:
+        self._counts[(metric, tags)] += 1
+        if self._clock() >= self._due:
+            self.flush()
+
+    def flush(self) -> None:
+        m = _metrics()
+        for (metric, tags), count in self._counts.items():
+            m[metric].inc(count, tags=dict(tags))
+        self._counts.clear()
+        self._due = self._clock() + FLUSH_S
 
 
 def segments(total: int, *, run_id: str, model: str) -> None:

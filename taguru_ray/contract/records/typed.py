@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
+from functools import cache
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -46,9 +47,7 @@ class Typed(BaseModel):
         """The record as written: ``type``, then each field in order, omitted ones left out."""
         dumped = self.model_dump(mode="json", by_alias=True)
         out: Record = {"type": self.TYPE} if self.TYPE else {}
-        for name, info in type(self).model_fields.items():
-            key = info.alias or name
-            marker = next((m for m in info.metadata if isinstance(m, Omitted)), None)
+        for key, marker in _layout(type(self)):
             if marker is not None and marker.skips(dumped[key]):
                 continue
             out[key] = dumped[key]
@@ -130,3 +129,13 @@ class Status(StrEnum):
     WRITTEN = "written"
     FAILED = "failed"
     INTERRUPTED = "interrupted"
+
+
+@cache
+def _layout(cls: type[Typed]) -> tuple[tuple[str, Omitted | None], ...]:
+    """Each key of `cls` in order, with its `Omitted` marker: worked out once per type, not
+    per record written (several per completion)."""
+    return tuple(
+        (info.alias or name, next((m for m in info.metadata if isinstance(m, Omitted)), None))
+        for name, info in cls.model_fields.items()
+    )
