@@ -141,10 +141,13 @@ def prepare(
         )
         for start in range(0, segments, CHUNK)
     ]
-    processes = max(1, min(os.cpu_count() or 1, len(jobs)))
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(processes, mp_context=context) as pool:
-        digests = [digest for chunk in pool.map(_write_chunk, jobs) for digest in chunk]
+    if len(jobs) == 1:  # a small corpus: no pool of fresh interpreters to start
+        digests = _write_chunk(jobs[0])
+    else:
+        processes = max(1, min(os.cpu_count() or 1, len(jobs)))
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(processes, mp_context=context) as pool:
+            digests = [digest for chunk in pool.map(_write_chunk, jobs) for digest in chunk]
     entries = PackedEntries()
     for index, digest in enumerate(digests):
         source = _join(str(corpus), segment_name(index))

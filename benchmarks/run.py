@@ -280,10 +280,13 @@ def _become_subreaper() -> bool:
 
 
 def _reap_strays(keep: set[int]) -> None:
-    """Wait for (then kill) adopted descendants of a finished run, by pid."""
+    """Wait for (then kill) adopted descendants of a finished run, by pid. The resource
+    tracker a prepared corpus's process pool started is this process's own, not the
+    run's: it lives as long as this process, and waiting for it cost each later run
+    REAP_GRACE_S."""
     deadline = time.monotonic() + REAP_GRACE_S
     while True:
-        strays = [c for c in psutil.Process().children() if c.pid not in keep]
+        strays = [c for c in psutil.Process().children() if c.pid not in keep and not _tracker(c)]
         if not strays:
             return
         for child in strays:
@@ -293,6 +296,13 @@ def _reap_strays(keep: set[int]) -> None:
                     os.kill(child.pid, signal.SIGKILL)
                     os.waitpid(child.pid, 0)
         time.sleep(0.05)
+
+
+def _tracker(process: psutil.Process) -> bool:
+    """Whether `process` is multiprocessing's resource tracker."""
+    with contextlib.suppress(psutil.Error):
+        return any("multiprocessing.resource_tracker" in part for part in process.cmdline())
+    return False
 
 
 def _cpu_children_s() -> float:
