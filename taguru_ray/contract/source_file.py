@@ -85,6 +85,7 @@ from taguru_ray.contract.items import (
     Association,
     Question,
 )
+from taguru_ray.contract.records import compact_json
 from taguru_ray.text.paragraphs import WHITE_SPACE, split_paragraphs
 
 FORMAT_VERSION = "2026-09-17"
@@ -256,7 +257,7 @@ def _encode(value: Any) -> str:
     if isinstance(value, dict) and _plain(value):
         # Python's own float repr equals serde_json's spelling in this range, so the
         # C encoder can write the whole line at once (the common case by far).
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return compact_json(value)
     if isinstance(value, float):
         return _format_f64(value)
     if isinstance(value, dict):
@@ -366,7 +367,7 @@ def _load(raw: bytes) -> dict[str, Any] | None:
     if not text:
         return None
     try:
-        value = json.loads(text, object_pairs_hook=_object, parse_constant=_no_constant)
+        value = _DECODER.decode(text)
     except json.JSONDecodeError as error:
         raise _Refused(f"not JSON: {error.msg} at column {error.colno}") from None
     if not isinstance(value, dict):
@@ -385,6 +386,10 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _no_constant(constant: str) -> Any:
     raise _Refused(f"not JSON: {constant} is not a JSON number")
+
+
+# One decoder for every line read (`json.loads` with hooks builds one per call).
+_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_no_constant)
 
 
 def _read_header(record: dict[str, Any]) -> Header:

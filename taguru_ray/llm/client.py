@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol
 import aiohttp
 
 from taguru_ray.contract.completion import Completion, CompletionRequest
+from taguru_ray.contract.records import compact_json
 from taguru_ray.contract.settings.groups import Transport
 from taguru_ray.llm.quota import RETRY_AFTER_MS, Quota, read_quota
 from taguru_ray.llm.retry import (
@@ -197,7 +198,7 @@ class ChatClient:
         self, body: dict[str, Any], request: CompletionRequest, numbered: list[Seq]
     ) -> dict[str, Any]:
         # Compact and UTF-8 as sent by the OpenAI clients (and by httpx's json=).
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        data = compact_json(body).encode("utf-8")
         tokens = _estimate_tokens(request)
         lease, endpoint, seq = await self._admission.acquire(tokens, not numbered, request.priority)
         if seq is not None:

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from taguru_ray.contract.names import CHECKPOINTS, checkpoint_name
+from taguru_ray.contract.records import compact_json
 from taguru_ray.contract.records.checkpoint import CheckpointDocument
 from taguru_ray.store.outdir import OutDir
 
@@ -105,7 +106,7 @@ class Checkpoint:
             overview_digest=self.overview_digest,
             splits=self.splits,
         ).record()
-        data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        data = compact_json(document).encode("utf-8")
         self._out.write(self._name, data)
 
     def delete(self) -> None:

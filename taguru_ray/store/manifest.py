@@ -40,6 +40,7 @@ from typing import IO, Any
 
 from taguru_ray.contract.manifest_entry import ENTRY_DEFAULTS, MANIFEST_FIELDS
 from taguru_ray.contract.names import MANIFEST, MANIFEST_JOURNAL, output_name
+from taguru_ray.contract.records import compact_json
 from taguru_ray.store.manifest_index import MANIFEST_INDEX, index_chunks, read_index
 from taguru_ray.store.manifest_rows import (
     ABSENT,
@@ -65,7 +66,7 @@ def write_journal_entry(out: OutDir, source: str, inputs: dict[str, Any]) -> Non
     writes it (issue 23), and the driver `remember`s the entry once the worker is done."""
     entry = {key: inputs[key] for key in MANIFEST_FIELDS if key in inputs}
     document = {"source": source, "entry": entry}
-    data = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    data = compact_json(document).encode("utf-8")
     out.write(journal_name(source), data)
 
 
