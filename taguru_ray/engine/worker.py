@@ -66,7 +66,7 @@ class SegmentWorker:
         # The driver's storage credentials and endpoint: fsspec reads them from here.
         os.environ.update(dict(settings.storage_env))
         self._settings = settings
-        self._inputs: RunInputs | None = None
+        self._inputs: asyncio.Future[RunInputs] | None = None  # fetched once: `_run_inputs`
         gateway = ray.get_actor(run_actor_name(run_id, "gateway"))
         self._ledger = ray.get_actor(run_actor_name(run_id, "ledger"))
         self._commits = CommitBatches(self._ledger)
@@ -207,18 +207,29 @@ class SegmentWorker:
             replayer = Replayer(book, mode, live)
             model = dataclasses.replace(model, complete=replayer.complete, replay=replayer)
         try:
-            if self._inputs is None:
-                [inputs] = await self._ledger.inputs.remote()
-                self._inputs = await inputs
-            return await extract_segment(
-                job, self._settings, self._run_id, model, recorder, self._inputs
-            )
+            inputs = await self._run_inputs()
+            return await extract_segment(job, self._settings, self._run_id, model, recorder, inputs)
         finally:
             recorder.close()
             # The driver closes the sidecar after the last segment returns: every
             # record this segment sent must have landed by then.
             if pending:
                 await asyncio.gather(*pending)
+
+    async def _run_inputs(self) -> RunInputs:
+        """The run's inputs, asked of the ledger once however many segments start together
+        (a run's first hundred would each ask); asked again after a failed fetch."""
+        if self._inputs is None:
+            self._inputs = asyncio.ensure_future(self._fetch_inputs())
+        try:
+            return await asyncio.shield(self._inputs)
+        except Exception:
+            self._inputs = None
+            raise
+
+    async def _fetch_inputs(self) -> RunInputs:
+        [inputs] = await self._ledger.inputs.remote()
+        return await inputs  # type: ignore[no-any-return]
 
 
 def queued_at(complete: Complete, priority: int) -> Complete:
