@@ -319,8 +319,8 @@ class Scale(Group):
     ] = None
     workers: Annotated[
         int,
-        Knob("segment worker actors", flag="--workers", env="TAGURU_RAY_WORKERS", metavar="N",
-             parse=values.int_at_least(1)),
+        Knob("segment worker actors (at most one per segment)", flag="--workers",
+             env="TAGURU_RAY_WORKERS", metavar="N", parse=values.int_at_least(1)),
     ] = 2
     worker_resource: Annotated[
         str | None,
