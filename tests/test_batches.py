@@ -18,6 +18,7 @@ from taguru_ray.engine.batches import (
     WorkerBatches,
     failed_outcome,
     pick_worker,
+    worker_count,
 )
 from taguru_ray.pipeline.segment_job import SegmentJob, SegmentOutcome
 
@@ -220,3 +221,10 @@ def test_closing_the_stream_early_cancels_the_rest_and_forgets_them() -> None:
         return held.count, all(task.cancelled() for task in tasks[1:])
 
     assert asyncio.run(scenario()) == (0, True)
+
+
+def test_a_run_starts_the_workers_asked_for_but_never_more_than_its_segments() -> None:
+    assert worker_count(2, 1) == 1
+    assert worker_count(2, 3) == 2
+    assert worker_count(4, 4) == 4
+    assert worker_count(8, 0) == 1  # an empty corpus never dispatches; one is the floor

@@ -29,6 +29,13 @@ GATHER_S = 0.02
 T = TypeVar("T")
 
 
+def worker_count(wanted: int, segments: int) -> int:
+    """How many segment workers a run of `segments` starts when `--workers` asks for
+    `wanted`: never more than it has segments, as each is a process to start and a run
+    of one segment has nothing to hand a second; at least one."""
+    return max(1, min(wanted, segments))
+
+
 def pick_worker(busy: list[int], index: int, attempt: int) -> int:
     """The worker segment `index` goes to, by how many segments each holds (`busy`).
 

@@ -33,7 +33,7 @@ from taguru_ray import heap
 from taguru_ray.contract.names import output_name
 from taguru_ray.contract.records.sidecar import GatewayRecord
 from taguru_ray.engine.ahead import READERS, ScanAhead
-from taguru_ray.engine.batches import WorkerBatches, failed_outcome, pick_worker
+from taguru_ray.engine.batches import WorkerBatches, failed_outcome, pick_worker, worker_count
 from taguru_ray.engine.progress import Progress, mode_for
 from taguru_ray.engine.run_metrics import SegmentMeter
 from taguru_ray.engine.scan import (
@@ -253,9 +253,8 @@ class ExtractRun:
                     ray.kill(actor, no_restart=True)
 
     def _start_workers(self) -> None:
-        """The segment workers and their watchdog, once the first segment needs one: a
-        rerun that skips everything starts none. Never more workers than segments: each
-        is a process to start, and a run of one segment has nothing to hand a second."""
+        """The segment workers (`worker_count` of them) and their watchdog, once the first
+        segment needs one: a rerun that skips everything starts none."""
         if self._watching is not None:
             return
         from taguru_ray.engine.worker import SegmentWorker
@@ -263,7 +262,7 @@ class ExtractRun:
         settings = self.settings
         self.workers = [
             SegmentWorker.options(**self._worker_placement()).remote(i, settings, self.run_id)
-            for i in range(min(settings.scale.workers, max(1, len(self.sources))))
+            for i in range(worker_count(settings.scale.workers, len(self.sources)))
         ]
         self.batches = [WorkerBatches(worker) for worker in self.workers]
         self.watchdog = Watchdog(self.workers, settings.scale.worker_hang_secs, self.console.err)
