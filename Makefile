@@ -26,8 +26,8 @@ bench-demo: $(STAMP)
 # The suite on two workers (pytest-xdist, a file per worker at a time, each worker with
 # its own local Ray): 1 228 and 1 401 s in two runs on this 2-core VM (1 536 s before
 # runs started only the actors they need and the smoke bench lost its 20 s stalls),
-# 2 095 s serial in CI. Four
-# workers took as long (1 558 s): the suite is CPU-bound, mostly starting Ray workers.
+# 2 095 s serial in CI. Four workers took as long (1 558 s): the suite is CPU-bound,
+# mostly starting Ray workers.
 # The one failure -n 4 found (a frozen-worker test restarting a worker that was only
 # slow to start) is fixed in the watchdog. `make test-serial` for a single process.
 test: $(STAMP)
