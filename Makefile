@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINT := taguru_ray tests $(wildcard benchmarks/*.py) $(wildcard jobs/*.py)
 
-.PHONY: demo bench-demo bench-matrix bench-context bench-sessions test test-serial lint venv clean
+.PHONY: demo bench-demo bench-matrix bench-context bench-sessions bench-vocabulary test test-serial lint venv clean
 
 venv: $(STAMP)
 
@@ -64,3 +64,8 @@ bench-context: $(STAMP)
 # and show latency (benchmarks/README.md); about a minute and a half on 2 cores.
 bench-sessions: $(STAMP)
 	$(BIN)/python -m benchmarks.sessions $(BENCH_ARGS)
+
+# What a full label vocabulary costs a segment's job on its way to a worker
+# (benchmarks/README.md); a few seconds.
+bench-vocabulary: $(STAMP)
+	$(BIN)/python -m benchmarks.vocabulary_wire

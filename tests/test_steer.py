@@ -1,5 +1,5 @@
 from taguru_ray.contract.items import Alias, Association
-from taguru_ray.pipeline.steer import Contribution, LabelLedger, render_vocabulary
+from taguru_ray.pipeline.steer import Contribution, LabelLedger, LabelUse, render_vocabulary
 
 
 def test_labels_rank_most_reused_first_ties_in_first_seen_order() -> None:
@@ -35,3 +35,22 @@ def test_vocabulary_block_marks_counts_above_one() -> None:
 def test_the_cap_keeps_the_most_used() -> None:
     ledger = LabelLedger({f"l{i}": i for i in range(10)})
     assert [u.label for u in ledger.ranked(cap=3)] == ["l9", "l8", "l7"]
+
+
+def test_the_cap_keeps_first_seen_order_among_equal_counts() -> None:
+    ledger = LabelLedger({"c": 1, "a": 2, "d": 1, "b": 2, "e": 1})
+    assert [u.label for u in ledger.ranked(cap=4)] == ["a", "b", "c", "d"]
+
+
+def test_a_ranking_reuses_the_objects_of_labels_whose_count_did_not_change() -> None:
+    # Pickle ships an object once per call: the jobs of one call share their labels.
+    ledger = LabelLedger()
+    ledger.absorb(Contribution(labels=(LabelUse("uses", 2), LabelUse("part of", 1))))
+    first = ledger.ranked()
+    assert ledger.ranked() is first  # nothing absorbed since: the same tuple
+    ledger.absorb(Contribution(labels=(LabelUse("part of", 1),)))
+    second = ledger.ranked()
+    assert [(u.label, u.count) for u in second] == [("uses", 2), ("part of", 2)]
+    assert second[0] is first[0] and second[1] is not first[1]
+    ledger.absorb(Contribution())  # no labels: the ranking stands
+    assert ledger.ranked() is second

@@ -11,8 +11,10 @@ canonical. The fold over segments is `LabelLedger`; which segments feed it
 from __future__ import annotations
 
 import dataclasses
+import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from taguru_ray.contract.items import Alias, Association
 
@@ -87,18 +89,41 @@ class Contribution:
 
 @dataclass
 class LabelLedger:
-    """The label counts folded from segments in name order; ties keep first-seen order."""
+    """The label counts folded from segments in name order; ties keep first-seen order.
+
+    Every segment's job carries its ranking to a worker, and pickle ships an object
+    once per call, a reference after that: so a ranking is made of the same
+    `LabelUse` objects as the one before it wherever a label's count has not changed,
+    and an unchanged ranking is the same tuple. At 200 labels that cut the driver's
+    pickling of a 14-job call from 0.69 to 0.07 ms a segment, and the worker's
+    unpickling from 0.35 to 0.02 ms (benchmarks/vocabulary_wire.py).
+    """
 
     counts: dict[str, int] = field(default_factory=dict)
+    _ranked: dict[int, tuple[LabelUse, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    _uses: dict[str, LabelUse] = field(default_factory=dict, compare=False, repr=False)
 
     def absorb(self, contribution: Contribution) -> None:
         for use in contribution.labels:
             self.counts[use.label] = self.counts.get(use.label, 0) + use.count
+        if contribution.labels:
+            self._ranked.clear()
 
     def ranked(self, cap: int = VOCABULARY_CAP) -> tuple[LabelUse, ...]:
-        """Most-reused first; among equals the label seen first (sort is stable)."""
-        ordered = sorted(self.counts.items(), key=lambda item: -item[1])
-        return tuple(LabelUse(label, count) for label, count in ordered[:cap])
+        """Most-reused first; among equals the label seen first (`nlargest` is stable)."""
+        ranked = self._ranked.get(cap)
+        if ranked is None:
+            top = heapq.nlargest(cap, self.counts.items(), key=itemgetter(1))
+            ranked = self._ranked[cap] = tuple(self._use(label, n) for label, n in top)
+        return ranked
+
+    def _use(self, label: str, count: int) -> LabelUse:
+        use = self._uses.get(label)
+        if use is None or use.count != count:
+            use = self._uses[label] = LabelUse(label, count)
+        return use
 
 
 @dataclass(frozen=True)
