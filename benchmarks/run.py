@@ -242,7 +242,7 @@ def _process_kind(proc: psutil.Process, known: _Sample | None) -> str:
     """
     with contextlib.suppress(psutil.Error, IndexError):
         title = proc.cmdline()[0]
-        # While it runs a call Ray titles it `ray::SegmentWorker.run_many`: the role
+        # While it runs a call Ray titles it `ray::SegmentWorker.submit`: the role
         # is the actor's.
         return title.split()[0].split(".", 1)[0] if title.startswith("ray::") else proc.name()
     if known is not None:

@@ -1,12 +1,13 @@
 """Segments to a worker in batches (`engine.batches`), over a stand-in for the actor
-handle: what one turn hands over goes in one call, outcomes land as they stream, and a
-failed stream fails only the segments still out. The real actor is exercised by every
-CLI test on Ray (the killed and frozen worker tests among them)."""
+handle: what one turn hands over goes in one `submit`, outcomes land as they stream on
+the worker's one outcome stream, and a stream that ends fails what its incarnation held.
+The real actor is exercised by every CLI test on Ray (the killed and frozen worker tests
+among them)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from taguru_ray.engine.batches import (
     GATHER_S,
     GATHER_WHEN,
-    Outstanding,
+    Outbox,
     WorkerBatches,
     failed_outcome,
     pick_worker,
@@ -31,104 +32,171 @@ def outcome(index: int) -> SegmentOutcome:
     return SegmentOutcome(index, f"{index}.md", "written")
 
 
-class StreamingHandle:
-    """`handle.run_many.options(num_returns="streaming").remote(jobs)`: records each
-    call's jobs and streams the items a test feeds that call (lists of outcomes, an
-    error, or None to end it)."""
+class WorkerDied(Exception):
+    pass
 
-    def __init__(self) -> None:
-        self.calls: list[list[int]] = []
-        self.streams: list[asyncio.Queue[list[SegmentOutcome] | BaseException | None]] = []
-        self.run_many = self
 
-    def options(self, **options: Any) -> StreamingHandle:
-        assert options == {"num_returns": "streaming"}
+Item = str | list[SegmentOutcome] | BaseException | None
+
+
+class Method:
+    """`handle.<method>[.options(...)].remote(...)`."""
+
+    def __init__(self, call: Callable[..., Any], options: dict[str, Any] | None = None) -> None:
+        self._call = call
+        self._options = options
+
+    def options(self, **options: Any) -> Method:
+        assert options == self._options
         return self
 
-    def remote(self, jobs: list[SegmentJob]) -> AsyncIterator[Awaitable[list[SegmentOutcome]]]:
-        self.calls.append([j.index for j in jobs])
-        self.streams.append(asyncio.Queue())
-        return self._stream(self.streams[-1])
+    def remote(self, *args: Any) -> Any:
+        return self._call(*args)
 
-    async def _stream(
-        self, items: asyncio.Queue[list[SegmentOutcome] | BaseException | None]
-    ) -> AsyncIterator[Awaitable[list[SegmentOutcome]]]:
+
+class FakeWorker:
+    """A worker's handle: each `outcomes` stream names an incarnation (w-1, w-2, ...) and
+    then streams what a test puts on it (lists of outcomes, an error, or None to end
+    it); each `submit` is recorded with the name it carried and answers `answer`."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[int]]] = []
+        self.streams: list[asyncio.Queue[Item]] = []
+        self.answer: bool | BaseException = True
+        self.outcomes = Method(self._open, {"num_returns": "streaming"})
+        self.submit = Method(self._submit)
+
+    def _open(self) -> AsyncIterator[Awaitable[Any]]:
+        items: asyncio.Queue[Item] = asyncio.Queue()
+        items.put_nowait(f"w-{len(self.streams) + 1}")
+        self.streams.append(items)
+        return self._stream(items)
+
+    async def _stream(self, items: asyncio.Queue[Item]) -> AsyncIterator[Awaitable[Any]]:
         while (item := await items.get()) is not None:
             if isinstance(item, BaseException):
                 raise item
             yield _ready(item)
 
+    async def _submit(self, name: str, jobs: list[SegmentJob]) -> bool:
+        self.calls.append((name, [j.index for j in jobs]))
+        if isinstance(self.answer, BaseException):
+            raise self.answer
+        return self.answer
 
-async def _ready(value: list[SegmentOutcome]) -> list[SegmentOutcome]:
+
+async def _ready(value: Any) -> Any:
     return value
 
 
 def test_segments_handed_over_in_one_turn_go_in_one_call_and_land_as_they_finish() -> None:
-    async def scenario() -> tuple[list[list[int]], list[bool], list[str]]:
-        handle = StreamingHandle()
-        batches = WorkerBatches(handle)
+    async def scenario() -> tuple[list[tuple[str, list[int]]], list[bool], list[str], int]:
+        worker = FakeWorker()
+        batches = WorkerBatches(worker)
         first = [batches.run(job(i)) for i in range(3)]
         await asyncio.sleep(0.01)  # the turn ends: one call for all three
         later = batches.run(job(3))
         await asyncio.sleep(0.01)
-        one, two = handle.streams
-        await one.put([outcome(1)])
+        [stream] = worker.streams  # one stream for both calls
+        await stream.put([outcome(1)])
         await asyncio.sleep(0.01)
         landed = [future.done() for future in first]
-        await one.put([outcome(0), outcome(2)])
-        await one.put(None)
-        await two.put([outcome(3)])
-        await two.put(None)
+        await stream.put([outcome(0), outcome(2)])
+        await stream.put([outcome(3)])
         done = await asyncio.gather(*first, later)
-        return handle.calls, landed, [o.source for o in done]
+        batches.close()
+        return worker.calls, landed, [o.source for o in done], len(worker.streams)
 
-    calls, landed, sources = asyncio.run(scenario())
-    assert calls == [[0, 1, 2], [3]]
+    calls, landed, sources, streams = asyncio.run(scenario())
+    assert calls == [("w-1", [0, 1, 2]), ("w-1", [3])]  # each carries the incarnation
     assert landed == [False, True, False]  # a quick segment is not held back by its batch
-    assert sources == ["0.md", "1.md", "2.md", "3.md"]
+    assert sources == ["0.md", "1.md", "2.md", "3.md"] and streams == 1
 
 
 def test_a_worker_holding_many_segments_gets_the_next_ones_gathered_into_one_call() -> None:
     async def scenario() -> list[list[int]]:
-        handle = StreamingHandle()
-        batches = WorkerBatches(handle)
+        worker = FakeWorker()
+        batches = WorkerBatches(worker)
         held = [batches.run(job(i)) for i in range(GATHER_WHEN)]
-        await asyncio.sleep(0)  # one turn: the first call goes at once
+        await asyncio.sleep(0.01)  # one turn: the first call goes at once
         for i in range(GATHER_WHEN, GATHER_WHEN + 3):  # three turns, within GATHER_S
             batches.run(job(i))
             await asyncio.sleep(0)
-        assert len(handle.calls) == 1  # gathering
+        assert len(worker.calls) == 1  # gathering
         await asyncio.sleep(GATHER_S * 3)
-        [stream, _] = handle.streams
+        [stream] = worker.streams
         await stream.put([outcome(i) for i in range(GATHER_WHEN)])
         await asyncio.gather(*held)
         batches.run(job(99))  # the worker holds 3 now: no gathering
-        await asyncio.sleep(0)
-        return handle.calls
+        await asyncio.sleep(0.01)
+        batches.close()
+        return [indices for _, indices in worker.calls]
 
     calls = asyncio.run(scenario())
     assert calls == [list(range(GATHER_WHEN)), [16, 17, 18], [99]]
 
 
-def test_a_stream_that_fails_fails_only_the_segments_still_out() -> None:
-    class WorkerDied(Exception):
-        pass
-
-    async def scenario() -> tuple[SegmentOutcome, BaseException | None]:
-        handle = StreamingHandle()
-        batches = WorkerBatches(handle)
-        futures = [batches.run(job(i)) for i in range(2)]
+def test_a_stream_that_fails_fails_every_segment_its_incarnation_holds_then_reopens() -> None:
+    async def scenario() -> tuple[list[bool], list[tuple[str, list[int]]], SegmentOutcome]:
+        worker = FakeWorker()
+        batches = WorkerBatches(worker)
+        one = [batches.run(job(i)) for i in range(2)]
         await asyncio.sleep(0.01)
-        [stream] = handle.streams
+        two = batches.run(job(2))  # a second call to the same incarnation
+        await asyncio.sleep(0.01)
+        [stream] = worker.streams
         await stream.put([outcome(0)])
         await stream.put(WorkerDied("the actor died"))
-        finished = await futures[0]
-        with pytest.raises(WorkerDied):
-            await futures[1]
-        return finished, futures[1].exception()
+        finished = await one[0]
+        for future in (one[1], two):
+            with pytest.raises(WorkerDied):
+                await future
+        died = [isinstance(f.exception(), WorkerDied) for f in (one[1], two)]
+        again = batches.run(job(1))  # resubmitted: its restarted successor, a new stream
+        await asyncio.sleep(0.01)
+        await worker.streams[1].put([outcome(1)])
+        assert (await again).index == 1
+        batches.close()
+        return died, worker.calls, finished
 
-    finished, error = asyncio.run(scenario())
-    assert finished.status == "written" and isinstance(error, Exception)
+    died, calls, finished = asyncio.run(scenario())
+    assert finished.status == "written" and died == [True, True]
+    assert calls == [("w-1", [0, 1]), ("w-1", [2]), ("w-2", [1])]
+
+
+def test_a_refused_submit_waits_for_its_stream_and_a_raising_one_fails_its_batch() -> None:
+    async def scenario() -> tuple[bool, BaseException | None]:
+        worker = FakeWorker()
+        batches = WorkerBatches(worker)
+        worker.answer = False  # the incarnation the name was for has been replaced
+        refused = batches.run(job(0))
+        await asyncio.sleep(0.01)
+        still_out = not refused.done()  # not failed twice: its stream's death fails it
+        await worker.streams[0].put(WorkerDied("the actor died"))
+        with pytest.raises(WorkerDied):
+            await refused
+        worker.answer = WorkerDied("the call could not reach the actor")
+        raised = batches.run(job(1))
+        with pytest.raises(WorkerDied):
+            await raised
+        batches.close()
+        return still_out, raised.exception()
+
+    still_out, error = asyncio.run(scenario())
+    assert still_out and str(error) == "the call could not reach the actor"
+
+
+def test_closing_at_the_run_end_fails_what_is_still_out() -> None:
+    async def scenario() -> BaseException | None:
+        batches = WorkerBatches(FakeWorker())
+        future = batches.run(job(0))
+        await asyncio.sleep(0.01)
+        batches.close()
+        with pytest.raises(RuntimeError):
+            await future
+        return future.exception()
+
+    assert "run ended" in str(asyncio.run(scenario()))
 
 
 def test_a_segment_whose_call_failed_is_named_and_resumable() -> None:
@@ -150,53 +218,59 @@ def test_a_segment_goes_to_the_worker_holding_fewest_and_a_resubmit_goes_round()
     assert pick_worker([0, 4, 4], index=1, attempt=2) == 0
 
 
+async def _take(
+    stream: AsyncIterator[list[SegmentOutcome]], items: list[list[int]], n: int
+) -> None:
+    while len(items) < n:
+        items.append(sorted(o.index for o in await anext(stream)))
+
+
 def test_a_worker_holding_few_yields_each_outcome_as_it_finishes() -> None:
     async def scenario() -> tuple[list[list[int]], int]:
-        held = Outstanding()
+        outbox = Outbox()
         gates = [asyncio.Event() for _ in range(3)]
 
-        async def segment(i: int) -> int:
+        async def segment(i: int) -> SegmentOutcome:
             await gates[i].wait()
-            return i
+            return outcome(i)
 
+        for i in range(3):
+            outbox.hold(job(i), asyncio.ensure_future(segment(i)))
+        stream = outbox.stream()
         items: list[list[int]] = []
-        stream = held.stream([asyncio.ensure_future(segment(i)) for i in range(3)])
-
-        async def consume() -> None:
-            async for item in stream:
-                items.append(item)
-
-        consumer = asyncio.ensure_future(consume())
-        for gate in gates:
+        for i, gate in enumerate(gates):
             gate.set()
-            await asyncio.sleep(0.01)
-        await consumer
-        return items, held.count
+            await _take(stream, items, i + 1)
+        await stream.aclose()
+        return items, outbox.count
 
     assert asyncio.run(scenario()) == ([[0], [1], [2]], 0)
 
 
 def test_a_worker_holding_many_gathers_outcomes_that_finish_close_together() -> None:
     async def scenario() -> tuple[list[list[int]], int, int]:
-        held = Outstanding()
+        outbox = Outbox()
         count = GATHER_WHEN + 2
         gate = asyncio.Event()
 
-        async def segment(i: int) -> int:
+        async def segment(i: int) -> SegmentOutcome:
             if i < 2:
                 await asyncio.sleep(0.001 * i)  # two finish a moment apart
-                return i
+                return outcome(i)
             await gate.wait()
-            return i
+            return outcome(i)
 
+        for i in range(count):
+            outbox.hold(job(i), asyncio.ensure_future(segment(i)))
+        stream = outbox.stream()
         items: list[list[int]] = []
-        stream = held.stream([asyncio.ensure_future(segment(i)) for i in range(count)])
-        async for item in stream:
-            items.append(sorted(item))
-            if len(items) == 1:
-                holding = held.count  # the rest, after the first item
-                gate.set()
-        return items, holding, held.count
+        await _take(stream, items, 1)
+        holding = outbox.count  # the rest, after the first item
+        gate.set()
+        while sum(map(len, items)) < count:
+            await _take(stream, items, len(items) + 1)
+        await stream.aclose()
+        return items, holding, outbox.count
 
     items, holding, after = asyncio.run(scenario())
     assert items[0] == [0, 1]  # gathered into one item: the worker holds GATHER_WHEN more
@@ -204,23 +278,29 @@ def test_a_worker_holding_many_gathers_outcomes_that_finish_close_together() -> 
     assert sorted(i for item in items for i in item) == list(range(GATHER_WHEN + 2))
 
 
-def test_closing_the_stream_early_cancels_the_rest_and_forgets_them() -> None:
-    async def scenario() -> tuple[int, bool]:
-        held = Outstanding()
+def test_a_segment_that_raises_comes_back_failed_and_closing_cancels_the_rest() -> None:
+    async def scenario() -> tuple[list[SegmentOutcome], int, bool]:
+        outbox = Outbox()
 
-        async def segment(i: int) -> int:
-            if i:
-                await asyncio.sleep(60)
-            return i
+        async def segment(i: int) -> SegmentOutcome:
+            if i == 0:
+                raise RuntimeError("boom")
+            await asyncio.sleep(60)
+            return outcome(i)
 
         tasks = [asyncio.ensure_future(segment(i)) for i in range(3)]
-        stream = held.stream(tasks)
-        assert await anext(stream) == [0]
-        await stream.aclose()  # the driver's call went away
-        await asyncio.sleep(0)
-        return held.count, all(task.cancelled() for task in tasks[1:])
+        for i, task in enumerate(tasks):
+            outbox.hold(job(i), task)
+        stream = outbox.stream()
+        first = await anext(stream)
+        await stream.aclose()  # the stream went away: the worker's run is over
+        await asyncio.sleep(0.01)  # the cancelled ones finish, and are forgotten
+        return first, outbox.count, all(task.cancelled() for task in tasks[1:])
 
-    assert asyncio.run(scenario()) == (0, True)
+    first, count, cancelled = asyncio.run(scenario())
+    assert [(o.index, o.status) for o in first] == [(0, "failed")]
+    assert "(boom)" in first[0].notes[0]
+    assert count == 0 and cancelled
 
 
 def test_a_run_starts_the_workers_asked_for_but_never_more_than_its_segments() -> None:

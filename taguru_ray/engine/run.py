@@ -92,6 +92,7 @@ class ExtractRun:
         self.tariff = tariff or Tariff()  # how the run is charged (engine/spend.py)
         self.read = read  # the segments' reader: files, or a run's in-memory segments
         self.workers: list[Any] = []
+        self.batches: list[WorkerBatches] = []
         if isinstance(lock, LeaseLock):
             # Every write of the run is fenced by the lease (store/lease.py): the driver's
             # through its OutDir, the workers' through the deadline pushed at each renewal.
@@ -246,6 +247,8 @@ class ExtractRun:
             self._end_actors(diagnostics)
 
     def _end_actors(self, diagnostics: Any) -> None:
+        for batches in self.batches:
+            batches.close()
         actors = [*self.workers, self.gateway, self.ledger, diagnostics]
         for actor in actors:
             if actor is not None:

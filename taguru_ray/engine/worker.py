@@ -28,7 +28,7 @@ from taguru_ray.contract.completion import Completion, CompletionRequest
 from taguru_ray.contract.names import attempts_name
 from taguru_ray.contract.records import Record
 from taguru_ray.contract.records.sidecar import RunRecord
-from taguru_ray.engine.batches import Outstanding, failed_outcome
+from taguru_ray.engine.batches import Outbox, failed_outcome
 from taguru_ray.engine.commits import CommitBatches
 from taguru_ray.engine.ports import Complete, Model
 from taguru_ray.engine.recorder import StoreRecorder
@@ -87,7 +87,7 @@ class SegmentWorker:
         if not self._out.local:
             self._out.fence = self._check_deadline
         self._client: ChatClient | None = None
-        self._outstanding = Outstanding()  # the segments of every `run_many` call
+        self._outbox = Outbox()  # the segments of every `submit`, until streamed back
         self._events = metrics.EventTally()  # attempts, moves, retries for Prometheus
 
     def _check_deadline(self) -> None:
@@ -126,14 +126,23 @@ class SegmentWorker:
         """The watchdog's question: answered by this worker's event loop."""
         return True
 
-    async def run_many(self, jobs: list[SegmentJob]) -> AsyncIterator[list[SegmentOutcome]]:
-        """Several segments in one call (`batches.WorkerBatches`): their outcomes as
-        they finish, those that finished together in one item. A segment whose run
-        raised comes back failed, as a failed call of its own would."""
-        tasks = [asyncio.ensure_future(self._run_or_fail(job)) for job in jobs]
-        async with contextlib.aclosing(self._outstanding.stream(tasks)) as outcomes:
-            async for finished in outcomes:
-                yield finished
+    async def outcomes(self) -> AsyncIterator[Any]:
+        """The stream this worker's outcomes go back on (`batches.OutcomeStream`): first
+        the name of this incarnation, then the outcomes of every `submit`, those that
+        finished together in one item."""
+        yield self._admission.incarnation
+        async with contextlib.aclosing(self._outbox.stream()) as finished:
+            async for outcomes in finished:
+                yield outcomes
+
+    async def submit(self, incarnation: str, jobs: list[SegmentJob]) -> bool:
+        """Start `jobs`; their outcomes go back on `outcomes`. False, starting none, when
+        they were meant for the incarnation before this one: its stream fails them."""
+        if incarnation != self._admission.incarnation:
+            return False
+        for job in jobs:
+            self._outbox.hold(job, asyncio.ensure_future(self._run_or_fail(job)))
+        return True
 
     async def _run_or_fail(self, job: SegmentJob) -> SegmentOutcome:
         try:
