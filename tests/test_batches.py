@@ -18,6 +18,7 @@ from taguru_ray.engine.batches import (
     Outbox,
     WorkerBatches,
     failed_outcome,
+    gather_s,
     pick_worker,
     worker_count,
 )
@@ -308,3 +309,9 @@ def test_a_run_starts_the_workers_asked_for_but_never_more_than_its_segments() -
     assert worker_count(2, 3) == 2
     assert worker_count(4, 4) == 4
     assert worker_count(8, 0) == 1  # an empty corpus never dispatches; one is the floor
+
+
+def test_the_more_a_worker_holds_the_longer_what_goes_to_it_or_comes_back_is_gathered() -> None:
+    assert [gather_s(held) for held in (0, 15)] == [None, None]  # at once
+    assert [gather_s(held) for held in (16, 63)] == [0.02, 0.02]
+    assert [gather_s(held) for held in (64, 1000)] == [0.1, 0.1]

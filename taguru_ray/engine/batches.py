@@ -27,9 +27,22 @@ from taguru_ray.pipeline.segment_job import SegmentJob, SegmentOutcome
 # handed over GATHER_S later costs nothing, and segments handed over — or outcomes
 # coming back — are gathered that long into one call or one item (issue 23: about
 # 0.3 ms of the single driver's CPU each). Below it, they go at once: a narrow
-# --segment-window would feel every millisecond.
+# --segment-window would feel every millisecond. With GATHER_LONG_WHEN out, a
+# second's work at 64 completions/s, they are gathered for GATHER_LONG_S: one
+# outcome stream per worker would otherwise bring back an item, and start a call,
+# every GATHER_S at any rate (ADR 0043).
 GATHER_WHEN = 16
 GATHER_S = 0.02
+GATHER_LONG_WHEN = 64
+GATHER_LONG_S = 0.1
+
+
+def gather_s(held: int) -> float | None:
+    """How long a worker holding `held` segments gathers what goes to it, or comes back
+    from it, before sending: None, at once."""
+    if held >= GATHER_LONG_WHEN:
+        return GATHER_LONG_S
+    return GATHER_S if held >= GATHER_WHEN else None
 
 
 def worker_count(wanted: int, segments: int) -> int:
@@ -69,10 +82,11 @@ class WorkerBatches:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[SegmentOutcome] = loop.create_future()
         if not self._pending:
-            if self._out >= GATHER_WHEN:
-                loop.call_later(GATHER_S, self._send)
-            else:
+            delay = gather_s(self._out)
+            if delay is None:
                 loop.call_soon(self._send)  # after every segment handed over in this turn
+            else:
+                loop.call_later(delay, self._send)
         self._pending.append((job, future))
         self._out += 1
         future.add_done_callback(self._back)
@@ -159,8 +173,8 @@ class OutcomeStream:
 
 class Outbox:
     """The worker's side: the segments it holds, and the outcomes not yet streamed back.
-    While it holds GATHER_WHEN or more, outcomes finishing within GATHER_S of each other
-    go back as one item."""
+    While it holds GATHER_WHEN or more, outcomes finishing within `gather_s` of each
+    other go back as one item."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -190,8 +204,9 @@ class Outbox:
         try:
             while True:
                 await self._ready.wait()
-                if self.count >= GATHER_WHEN:
-                    await asyncio.sleep(GATHER_S)
+                delay = gather_s(self.count)
+                if delay is not None:
+                    await asyncio.sleep(delay)
                 self._ready.clear()
                 finished, self._finished = self._finished, []
                 yield finished
