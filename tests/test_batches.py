@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from taguru_ray.engine import batches as batches_module
 from taguru_ray.engine.batches import (
-    GATHER_S,
     GATHER_WHEN,
     Outbox,
     WorkerBatches,
@@ -114,17 +114,23 @@ def test_segments_handed_over_in_one_turn_go_in_one_call_and_land_as_they_finish
     assert sources == ["0.md", "1.md", "2.md", "3.md"] and streams == 1
 
 
-def test_a_worker_holding_many_segments_gets_the_next_ones_gathered_into_one_call() -> None:
+def test_a_worker_holding_many_segments_gets_the_next_ones_gathered_into_one_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A gathering window long enough that a busy machine cannot stall three turns past it.
+    gather = 0.5
+    monkeypatch.setattr(batches_module, "GATHER_S", gather)
+
     async def scenario() -> list[list[int]]:
         worker = FakeWorker()
         batches = WorkerBatches(worker)
         held = [batches.run(job(i)) for i in range(GATHER_WHEN)]
         await asyncio.sleep(0.01)  # one turn: the first call goes at once
-        for i in range(GATHER_WHEN, GATHER_WHEN + 3):  # three turns, within GATHER_S
+        for i in range(GATHER_WHEN, GATHER_WHEN + 3):  # three turns, within the window
             batches.run(job(i))
             await asyncio.sleep(0)
         assert len(worker.calls) == 1  # gathering
-        await asyncio.sleep(GATHER_S * 3)
+        await asyncio.sleep(gather * 2)
         [stream] = worker.streams
         await stream.put([outcome(i) for i in range(GATHER_WHEN)])
         await asyncio.gather(*held)
