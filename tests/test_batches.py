@@ -7,6 +7,7 @@ among them)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -321,3 +322,94 @@ def test_the_more_a_worker_holds_the_longer_what_goes_to_it_or_comes_back_is_gat
     assert [gather_s(held) for held in (0, 15)] == [None, None]  # at once
     assert [gather_s(held) for held in (16, 63)] == [0.02, 0.02]
     assert [gather_s(held) for held in (64, 1000)] == [0.1, 0.1]
+
+
+class ContactLost(Exception):
+    """Ray's ActorUnavailableError: the driver's stream ends, the actor lives on."""
+
+
+class LiveWorker:
+    """A worker whose `outcomes` and `submit` are `SegmentWorker`'s over a real Outbox.
+    Its generator runs on its own, as Ray runs it, and `lose()` ends the driver's side
+    of the newest stream while that generator lives on."""
+
+    def __init__(self) -> None:
+        self.outbox = Outbox()
+        self.gates: dict[int, asyncio.Event] = {}
+        self.tasks: list[asyncio.Future[SegmentOutcome]] = []
+        self.pumps: list[asyncio.Task[None]] = []
+        self.lose: Callable[[], None] = lambda: None
+        self.outcomes = Method(self._open, {"num_returns": "streaming"})
+        self.submit = Method(self._submit)
+
+    def gate(self, index: int) -> asyncio.Event:
+        return self.gates.setdefault(index, asyncio.Event())
+
+    async def _generator(self) -> AsyncIterator[Any]:  # as SegmentWorker.outcomes
+        async with contextlib.aclosing(self.outbox.stream()) as finished:
+            yield "w-1"
+            async for outcomes in finished:
+                yield outcomes
+
+    async def _segment(self, index: int) -> SegmentOutcome:
+        await self.gate(index).wait()
+        return outcome(index)
+
+    async def _submit(self, name: str, jobs: list[SegmentJob]) -> bool:
+        for one in jobs:
+            task = asyncio.ensure_future(self._segment(one.index))
+            self.tasks.append(task)
+            self.outbox.hold(one, task)
+        return True
+
+    def _open(self) -> AsyncIterator[Awaitable[Any]]:
+        items: asyncio.Queue[Any] = asyncio.Queue()
+        lost = asyncio.Event()
+        self.lose = lost.set
+
+        async def pump() -> None:
+            async for item in self._generator():
+                await items.put(item)
+
+        self.pumps.append(asyncio.ensure_future(pump()))
+        return self._driver_side(items, lost)
+
+    async def _driver_side(
+        self, items: asyncio.Queue[Any], lost: asyncio.Event
+    ) -> AsyncIterator[Awaitable[Any]]:
+        while True:
+            got, gone = asyncio.ensure_future(items.get()), asyncio.ensure_future(lost.wait())
+            await asyncio.wait({got, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if gone.done():
+                got.cancel()
+                raise ContactLost("lost contact with the actor")
+            gone.cancel()
+            yield _ready(got.result())
+
+
+def test_a_stream_lost_while_its_worker_lives_hands_its_outcomes_to_the_next_stream() -> None:
+    async def scenario() -> tuple[list[int], bool, bool, list[bool]]:
+        worker = LiveWorker()
+        batches = WorkerBatches(worker)
+        first = [batches.run(job(i)) for i in range(2)]
+        worker.gate(0).set()
+        landed = (await asyncio.wait_for(first[0], 5)).index
+        worker.lose()  # the worker lives on, still running segment 1
+        with pytest.raises(ContactLost):
+            await asyncio.wait_for(first[1], 5)
+        again = batches.run(job(1))  # resubmitted: the same incarnation, a new stream
+        await asyncio.sleep(0.01)
+        worker.gate(1).set()
+        resumed = (await asyncio.wait_for(again, 5)).index
+        old_ended = worker.pumps[0].done()  # the new stream took over from the old
+        batches.close()
+        return (
+            [landed, resumed],
+            old_ended,
+            len(worker.pumps) == 2,
+            [task.cancelled() for task in worker.tasks],
+        )
+
+    indices, old_ended, two_streams, cancelled = asyncio.run(scenario())
+    assert indices == [0, 1] and old_ended and two_streams
+    assert cancelled == [False, False, False]  # the old stream ending cancelled nothing

@@ -17,7 +17,6 @@ segments (they fail with its stream), so no segment runs twice at once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 from taguru_ray.pipeline.report import FAILURE_PREFIX
@@ -174,13 +173,19 @@ class OutcomeStream:
 class Outbox:
     """The worker's side: the segments it holds, and the outcomes not yet streamed back.
     While it holds GATHER_WHEN or more, outcomes finishing within `gather_s` of each
-    other go back as one item."""
+    other go back as one item.
+
+    Outcomes go back on the newest stream only. A driver that lost contact with this
+    worker (Ray's ActorUnavailableError) opens a new stream while the old one's
+    generator may live on here; the old one then ends, leaving what runs to the new
+    one, and takes no outcome the driver would wait for in vain (ADR 0043)."""
 
     def __init__(self) -> None:
         self.count = 0
         self._finished: list[SegmentOutcome] = []
         self._ready = asyncio.Event()
         self._running: set[asyncio.Future[SegmentOutcome]] = set()
+        self._newest = 0  # the stream outcomes go back on, by the order they opened
 
     def hold(self, job: SegmentJob, task: asyncio.Future[SegmentOutcome]) -> None:
         """Stream `task`'s outcome once it finishes (a raise comes back as `job` failed)."""
@@ -198,21 +203,53 @@ class Outbox:
 
         task.add_done_callback(finished)
 
-    async def stream(self) -> AsyncIterator[list[SegmentOutcome]]:
-        """Outcomes as they finish, those that finished together in one list; the
-        segments still running are cancelled when the stream is closed."""
-        try:
-            while True:
-                await self._ready.wait()
-                delay = gather_s(self.count)
-                if delay is not None:
-                    await asyncio.sleep(delay)
-                self._ready.clear()
-                finished, self._finished = self._finished, []
-                yield finished
-        finally:
+    def stream(self) -> OutboxStream:
+        """Outcomes as they finish, those that finished together in one list. Opening
+        it ends the stream before it; closing it while it is the newest cancels the
+        segments still running."""
+        self._newest += 1
+        self._ready.set()  # wakes the stream before this one, which then ends
+        return OutboxStream(self, self._newest)
+
+    async def _next(self, stream: int) -> list[SegmentOutcome] | None:
+        """The next item of stream number `stream`; None once a newer stream opened."""
+        while self._newest == stream:
+            await self._ready.wait()
+            delay = gather_s(self.count)
+            if delay is not None:
+                await asyncio.sleep(delay)
+            if self._newest != stream:
+                break
+            self._ready.clear()
+            finished, self._finished = self._finished, []
+            if finished:
+                return finished
+        return None
+
+    def _close(self, stream: int) -> None:
+        if self._newest == stream:
             for task in list(self._running):
                 task.cancel()
+
+
+class OutboxStream:
+    """One `Outbox.stream`: an async iterator whose `aclose` ends the worker's run."""
+
+    def __init__(self, outbox: Outbox, number: int) -> None:
+        self._outbox = outbox
+        self._number = number
+
+    def __aiter__(self) -> OutboxStream:
+        return self
+
+    async def __anext__(self) -> list[SegmentOutcome]:
+        finished = await self._outbox._next(self._number)
+        if finished is None:
+            raise StopAsyncIteration
+        return finished
+
+    async def aclose(self) -> None:
+        self._outbox._close(self._number)
 
 
 def failed_outcome(job: SegmentJob, error: BaseException) -> SegmentOutcome:

@@ -129,9 +129,10 @@ class SegmentWorker:
     async def outcomes(self) -> AsyncIterator[Any]:
         """The stream this worker's outcomes go back on (`batches.OutcomeStream`): first
         the name of this incarnation, then the outcomes of every `submit`, those that
-        finished together in one item."""
-        yield self._admission.incarnation
+        finished together in one item. Opening it ends the stream before it (ADR 0043),
+        before the name lets the driver send this stream's first segment."""
         async with contextlib.aclosing(self._outbox.stream()) as finished:
+            yield self._admission.incarnation
             async for outcomes in finished:
                 yield outcomes
 
