@@ -15,6 +15,7 @@ from taguru_ray.contract.names import TRACE
 from taguru_ray.engine.recorder import StoreRecorder
 from taguru_ray.store import commit
 from taguru_ray.store.checkpoints import Checkpoint
+from taguru_ray.store.journal import Journal
 from taguru_ray.store.logs import AttemptsLog
 from taguru_ray.store.outdir import OutDir
 
@@ -186,7 +187,12 @@ async def test_a_trace_that_cannot_be_written_is_a_note_after_the_source_file(
     (tmp_path / TRACE).rmdir()
     (tmp_path / TRACE).write_text("a file where the trace folder should be")
     recorder = StoreRecorder(
-        out, "docs/a.md", trace_attempts=False, sidecar=None, sidecar_path=None
+        out,
+        "docs/a.md",
+        journal=Journal(out),
+        trace_attempts=False,
+        sidecar=None,
+        sidecar_path=None,
     )
     notes = await recorder.finish(b"source", b"trace")
     assert len(notes) == 1 and notes[0].startswith(f"could not write the trace {TRACE}/")

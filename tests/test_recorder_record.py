@@ -8,9 +8,11 @@ import asyncio
 import json
 from pathlib import Path
 
+from taguru_ray.contract.names import MANIFEST_JOURNAL
 from taguru_ray.engine.recorder import StoreRecorder
 from taguru_ray.store.checkpoints import checkpoint_path
-from taguru_ray.store.manifest import Manifest, journal_name
+from taguru_ray.store.journal import Journal
+from taguru_ray.store.manifest import Manifest
 from taguru_ray.store.outdir import OutDir
 
 SOURCE = "docs/a.md"
@@ -23,14 +25,17 @@ def _recorded(tmp_path: Path, previous: str | None) -> OutDir:
     out.write(checkpoint_path(SOURCE), b"{}")
     out.write("old-a.jsonl", b"old")
     out.write("a.jsonl", b"new")
-    recorder = StoreRecorder(out, SOURCE, trace_attempts=False, sidecar=None, sidecar_path=None)
+    recorder = StoreRecorder(
+        out, SOURCE, journal=Journal(out), trace_attempts=False, sidecar=None, sidecar_path=None
+    )
     asyncio.run(recorder.record(INPUTS, previous))
     return out
 
 
 def test_the_journal_entry_is_written_and_the_checkpoint_dropped(tmp_path: Path) -> None:
     out = _recorded(tmp_path, None)
-    entry = json.loads((tmp_path / journal_name(SOURCE)).read_text())
+    [log] = (tmp_path / MANIFEST_JOURNAL).iterdir()  # the worker's own log: one line
+    entry = json.loads(log.read_text())
     assert entry == {"source": SOURCE, "entry": {"sha256": "0" * 64, "output": "a.jsonl"}}
     assert not (tmp_path / checkpoint_path(SOURCE)).exists()
     assert (tmp_path / "old-a.jsonl").exists() and (tmp_path / "a.jsonl").read_bytes() == b"new"

@@ -20,6 +20,7 @@ from taguru_ray.contract.names import LOCK, MANIFEST, MANIFEST_JOURNAL, TRACE, a
 from taguru_ray.engine.recorder import StoreRecorder
 from taguru_ray.errors import StartupError
 from taguru_ray.store.checkpoints import Checkpoint, count_reusable
+from taguru_ray.store.journal import Journal
 from taguru_ray.store.lease import (
     Lease,
     LeaseLock,
@@ -196,11 +197,33 @@ def test_an_unreadable_single_file_discards_the_journal_too(out: OutDir) -> None
     assert list(json.loads(out.read(MANIFEST) or b"")["documents"]) == ["b.md"]
 
 
+def test_compaction_does_not_fetch_the_entries_this_run_recorded_again(
+    out: OutDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest, _ = Manifest.load(out)
+    manifest.record("docs/a.md", entry(output="a.jsonl"))
+    other, _ = Manifest.load(out)  # a run that took an expired lease over, meanwhile
+    other.record("docs/b.md", entry(output="b.jsonl"))
+    fetched: list[str] = []
+    read_many = OutDir.read_many
+
+    def counted(self: OutDir, names: list[str]) -> dict[str, bytes]:
+        fetched.extend(names)
+        return read_many(self, names)
+
+    monkeypatch.setattr(OutDir, "read_many", counted)
+    manifest.compact()
+    assert fetched == [journal_name("docs/b.md")]  # only the entry this run does not hold
+    assert objects(out) == [MANIFEST_INDEX, MANIFEST]
+    assert sorted(json.loads(out.read(MANIFEST) or b"")["documents"]) == ["docs/a.md", "docs/b.md"]
+
+
 def test_the_journal_works_the_same_on_a_local_disk(tmp_path: Any) -> None:
     out = OutDir(str(tmp_path))
     manifest, _ = Manifest.load(out)
     manifest.record("a.md", entry())
-    assert (tmp_path / journal_name("a.md")).exists()
+    [log] = (tmp_path / MANIFEST_JOURNAL).iterdir()  # a log of this process's (ADR 0044)
+    assert log.suffix == ".jsonl"
     assert not (tmp_path / MANIFEST).exists()
     assert Manifest.load(out)[0].entries == {"a.md": entry()}
     manifest.compact()
@@ -260,7 +283,9 @@ def test_a_resume_appends_to_the_log_and_a_fresh_start_truncates_it(out: OutDir)
 def test_concurrent_records_share_puts_and_each_is_stored_when_log_returns(
     out: OutDir, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    recorder = StoreRecorder(out, "a.md", trace_attempts=True, sidecar=None, sidecar_path=None)
+    recorder = StoreRecorder(
+        out, "a.md", journal=Journal(out), trace_attempts=True, sidecar=None, sidecar_path=None
+    )
     name = f"{TRACE}/{attempts_name('a.md')}"
     puts: list[int] = []
     write_many = AttemptsLog.write_many

@@ -23,8 +23,8 @@ from taguru_ray.contract.names import TRACE, attempts_name, output_name
 from taguru_ray.contract.records import Record
 from taguru_ray.pipeline.segment_job import Resume
 from taguru_ray.store.checkpoints import Checkpoint
+from taguru_ray.store.journal import Journal
 from taguru_ray.store.logs import AttemptsLog
-from taguru_ray.store.manifest import write_journal_entry
 from taguru_ray.store.outdir import OutDir
 
 SidecarEmit = Callable[[list[Record]], None]
@@ -36,12 +36,14 @@ class StoreRecorder:
         out: OutDir,
         source: str,
         *,
+        journal: Journal,
         trace_attempts: bool,
         sidecar: SidecarEmit | None,
         sidecar_path: str | None,
     ) -> None:
         self._out = out
         self._source = source
+        self._journal = journal  # the worker's: one per process (ADR 0044)
         self._sidecar = sidecar
         self.sidecar_path = sidecar_path
         self._checkpoint: Checkpoint | None = None
@@ -156,7 +158,7 @@ class StoreRecorder:
     async def record(self, inputs: dict[str, Any], previous_output: str | None) -> None:
         # Manifest first, then the deletes: a kill in between costs nothing. Done here,
         # not by the driver, so the single driver spends no CPU on a segment's files.
-        await self._out.offload(write_journal_entry, self._out, self._source, inputs)
+        await self._out.offload(self._journal.write, self._source, inputs)
         moved = previous_output and previous_output != inputs["output"]
         await self._out.offload(self._drop, previous_output if moved else None)
 

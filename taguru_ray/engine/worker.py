@@ -43,6 +43,7 @@ from taguru_ray.pipeline.report import FAILURE_PREFIX
 from taguru_ray.pipeline.run_inputs import RunInputs
 from taguru_ray.pipeline.segment_job import SegmentJob, SegmentOutcome
 from taguru_ray.settings import Settings
+from taguru_ray.store.journal import Journal
 from taguru_ray.store.lease import fence_grace, wait_for_deadline
 from taguru_ray.store.logs import Sidecar
 from taguru_ray.store.outdir import Fenced, OutDir
@@ -81,6 +82,7 @@ class SegmentWorker:
             else None
         )
         self._out = OutDir(settings.source.out)
+        self._journal = Journal(self._out)  # where this process records what it wrote
         # The run's write deadline (store/lease.py): the driver pushes each renewal's;
         # a local folder needs none.
         self._deadline = math.inf
@@ -191,6 +193,7 @@ class SegmentWorker:
             StoreRecorder(
                 self._out,
                 job.source,
+                journal=self._journal,
                 trace_attempts=self._settings.records.trace_attempts,
                 sidecar=emit if self._diagnostics is not None else None,
                 sidecar_path=self._settings.records.diagnostics_out,

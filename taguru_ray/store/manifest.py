@@ -9,12 +9,12 @@ re-extracts — never a false "unchanged". Only successes are recorded.
 
 Rewriting that one file per written segment costs O(segments) bytes each
 time — a terabyte of PUTs over a million-segment run. So a run records each
-written segment as its own small journal entry,
-``.extract-manifest.d/<16 hex of sha256(source)>.json`` (one PUT or one atomic
-rename), and `compact` folds the journal into the single file once, at run
-end, then deletes the entries it folded (ADR 0009). A run killed before its
+written segment in the journal, ``.extract-manifest.d/`` (`store/journal.py`:
+an object per entry on an object store, a log per writing process on a local
+disk, ADR 0044), and `compact` folds the journal into the single file once, at
+run end, then deletes the files it folded (ADR 0009). A run killed before its
 compaction leaves its entries behind; the next `load` overlays them on the
-single file, so nothing written is ever re-paid. An entry older than the
+single file, so nothing written is ever re-paid. A journal file older than the
 single file is not overlaid: a tool that knows no journal (the reference)
 rewrote the file after it, so the file is newer for every segment.
 
@@ -40,7 +40,7 @@ from typing import IO, Any
 
 from taguru_ray.contract.manifest_entry import ENTRY_DEFAULTS, MANIFEST_FIELDS
 from taguru_ray.contract.names import MANIFEST, MANIFEST_JOURNAL, output_name
-from taguru_ray.contract.records import compact_json
+from taguru_ray.store.journal import Journal, journal_documents, journal_name
 from taguru_ray.store.manifest_index import MANIFEST_INDEX, index_chunks, read_index
 from taguru_ray.store.manifest_rows import (
     ABSENT,
@@ -52,22 +52,7 @@ from taguru_ray.store.manifest_rows import (
 )
 from taguru_ray.store.outdir import OutDir
 
-__all__ = ["Manifest", "PackedEntries", "journal_name", "render_documents", "write_journal_entry"]
-
-
-def journal_name(source: str) -> str:
-    """The journal entry of one segment: a later record of it replaces the earlier."""
-    digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
-    return f"{MANIFEST_JOURNAL}/{digest}.json"
-
-
-def write_journal_entry(out: OutDir, source: str, inputs: dict[str, Any]) -> None:
-    """A written segment's journal entry, on the store: the worker that wrote the segment
-    writes it (issue 23), and the driver `remember`s the entry once the worker is done."""
-    entry = {key: inputs[key] for key in MANIFEST_FIELDS if key in inputs}
-    document = {"source": source, "entry": entry}
-    data = compact_json(document).encode("utf-8")
-    out.write(journal_name(source), data)
+__all__ = ["Manifest", "PackedEntries", "journal_name", "render_documents"]
 
 
 class Manifest:
@@ -82,19 +67,22 @@ class Manifest:
     ) -> None:
         self._out = out
         self.entries = entries if isinstance(entries, PackedEntries) else PackedEntries(entries)
-        # Journal entries the single file does not hold yet: folded and deleted by `compact`.
+        # Journal files the single file does not hold yet: folded and deleted by `compact`.
         self._journal: set[str] = set(journal or ())
         self._recorded: set[str] = set()  # the sources this run wrote
+        self._writer = Journal(out)  # `record`'s; the workers write with their own
         self._lock = threading.Lock()
 
     @classmethod
-    def load(cls, out: OutDir) -> tuple[Manifest, str | None]:
+    def load(cls, out: OutDir, known: Container[str] = ()) -> tuple[Manifest, str | None]:
         """The manifest and, when it could not be used, the one stderr note saying so.
 
         Reads the single file, lists the journal once and overlays the entries
-        newer than the file. An unreadable single file discards the journal too,
-        so "every segment re-extracts" stays true; its entries are deleted at
-        the next compaction.
+        of the journal files newer than the file, oldest first. An unreadable
+        single file discards the journal too, so "every segment re-extracts"
+        stays true; its files are deleted at the next compaction. The journal
+        files named in `known` are listed but not read: the caller holds their
+        entries (a GET each on an object store).
         """
         journal = out.listing(MANIFEST_JOURNAL)
         names = {f"{MANIFEST_JOURNAL}/{name}" for name in journal}
@@ -122,13 +110,16 @@ class Manifest:
                 return cls(out, {}, names), note
         newer = [
             f"{MANIFEST_JOURNAL}/{name}"
-            for name, when in sorted(journal.items())
+            for name, when in sorted(journal.items(), key=lambda item: (item[1] or 0.0, item[0]))
             if not present or written is None or when is None or when >= written
         ]
-        for raw in out.read_many(newer).values():
-            parsed = _parse_entry(raw)
-            if parsed is not None:
-                entries[parsed[0]] = parsed[1]
+        wanted = [name for name in newer if name not in known]
+        found = out.read_many(wanted)
+        for name in wanted:  # oldest first: a later entry for a source replaces an earlier
+            for document in journal_documents(name, found.get(name, b"")):
+                parsed = _parse_entry(document)
+                if parsed is not None:
+                    entries[parsed[0]] = parsed[1]
         return cls(out, entries, names), None
 
     def unchanged(self, source: str, inputs: dict[str, Any], existing: Container[str]) -> bool:
@@ -145,17 +136,16 @@ class Manifest:
 
     def write_entry(self, source: str, inputs: dict[str, Any]) -> None:
         """The segment's journal entry, on the store; `remember` it once this is durable."""
-        write_journal_entry(self._out, source, inputs)
+        self._writer.write(source, inputs)
 
     def remember(self, source: str, inputs: dict[str, Any]) -> None:
         """Hold a recorded segment in memory, for the next compaction and skip."""
         with self._lock:
             self.entries[source] = dict(inputs)
-            self._journal.add(journal_name(source))
             self._recorded.add(source)
 
     def compact(self) -> None:
-        """Fold the journal into the single file, then delete the folded entries.
+        """Fold the journal into the single file, then delete the folded journal files.
 
         A merge, never an overwrite: the store is read again as it is now (its
         single file and journal) and this run's own entries are laid over it, so
@@ -168,24 +158,28 @@ class Manifest:
         entries).
         """
         with self._lock:
-            if not self._journal:
+            if not self._journal and not self._recorded:
                 return
             mine = self.entries
             recorded = sorted(self._recorded)
             ours = set(self._journal)
-        current, _ = Manifest.load(self._out)  # unreadable: this run's entries and none else
+        # This run's own entries are laid over whatever the store holds for them, so an
+        # object store's are listed, not fetched again (a GET each).
+        own = set() if self._out.local else {journal_name(source) for source in recorded}
+        current, _ = Manifest.load(self._out, own)  # unreadable: this run's entries only
         table = current.entries
         for source in recorded:
             row = mine.row(source)
             if row is not None:
                 table.set_row(source, table.pack_values(*mine.unpack(row), source))
-        folded = sorted(ours | current._journal)
+        folded = sorted(ours | own | current._journal)
         current.write_single()
         self._out.delete_many(folded)
         self._out.remove_empty_folder(MANIFEST_JOURNAL)
         with self._lock:
             self.entries = current.entries
             self._journal.difference_update(folded)
+            self._recorded.difference_update(recorded)
 
     def write_single(self) -> None:
         """Write the single file (`render`'s bytes, as they are rendered), then its index
