@@ -233,7 +233,8 @@ class Outbox:
 
 
 class OutboxStream:
-    """One `Outbox.stream`: an async iterator whose `aclose` ends the worker's run."""
+    """One `Outbox.stream`: an async iterator that ends once a newer stream opens, and
+    whose `aclose`, while it is the newest, cancels the segments still running."""
 
     def __init__(self, outbox: Outbox, number: int) -> None:
         self._outbox = outbox
