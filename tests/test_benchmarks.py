@@ -182,9 +182,12 @@ def test_skip_and_memory_are_measured_without_calling_the_model(
     for run in skip["runs"]:
         _check_run(run)
         assert run["marked_lines"] == run["segments"]  # every segment reported as skipped
+        # Twice each, the quicker kept: the first run, reported as cold, is never quicker.
+        assert run["cold_wall_s"] >= run["wall_s"]
     assert [row["segments"] for row in skip["by_size"]] == [20, 50, 200]
     for row in skip["by_size"]:
         assert _positive(row["hash_s"]) and _positive(row["driver_peak_rss_mb"])
+        assert {"cold_net_skip_s", "cold_skip_vs_hash"} <= set(row)
     memory = results["driver_memory"]
     assert memory["segments"] == [20, 50, 200]
     assert all(_positive(mb) for mb in memory["driver_peak_rss_mb"])
