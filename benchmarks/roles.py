@@ -4,7 +4,8 @@ The processes of a run are grouped into the roles issue 23 budgets — the
 driver, the gateway, the segment workers — with the ledger and Ray's own
 processes beside them. A role's cost is its marginal CPU: the difference
 between a large and a small run of the same flags over the difference in
-completions, so start-up (imports, actor creation) is paid once and left out.
+completions, so start-up (imports, actor creation) is paid once and left out —
+or, read inside one run, between two moments of its steady state.
 """
 
 from __future__ import annotations
@@ -41,10 +42,11 @@ def by_role(cpu_sampled_s: Mapping[str, float]) -> dict[str, float]:
 
 
 def marginal_by_role(
-    small: Mapping[str, float], small_done: int, large: Mapping[str, float], large_done: int
+    small: Mapping[str, float], small_done: float, large: Mapping[str, float], large_done: float
 ) -> dict[str, dict[str, Any]]:
     """Per role: CPU ms per completion (the slope between the runs), the completions/s
-    one core of it could sustain, and its target when it has one, met or not."""
+    one core of it could sustain, and its target when it has one, met or not. The two
+    ends may as well be two moments of one run: its CPU and completions so far."""
     extra = large_done - small_done
     a, b = by_role(small), by_role(large)
     # A role none of whose processes was sampled (the runs joined a cluster with

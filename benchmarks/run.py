@@ -139,6 +139,20 @@ class SimWindow:
 
 
 @dataclass
+class SteadyCpu:
+    """CPU by process kind over a run's steady state (10 % to 90 % of its completions):
+    read between the two walks of the process tree that bracket it, with the window's
+    completions scaled to that span at the window's own rate. Start-up, the first
+    requests' ramp and the run's tail are all outside it."""
+
+    from_s: float
+    to_s: float
+    completions: float
+    cpu_start_s: dict[str, float]
+    cpu_end_s: dict[str, float]
+
+
+@dataclass
 class ProcessRun:
     """What one subprocess cost, measured from outside it."""
 
@@ -157,6 +171,7 @@ class ProcessRun:
     stdout_tail: list[str]
     stderr_tail: list[str]
     sim: SimWindow | None = None
+    cpu_steady: SteadyCpu | None = None  # CPU by kind over the steady window
 
 
 class _Sampler(threading.Thread):
@@ -170,6 +185,9 @@ class _Sampler(threading.Thread):
         self.stop = threading.Event()
         self.stats: list[tuple[float, dict[str, Any]]] = []
         self.cpu: dict[int, _Sample] = {}
+        # CPU seconds by process kind after each walk of the tree (every pid's last
+        # sample, exited ones included): the steady window's two ends are read here.
+        self.series: list[tuple[float, dict[str, float]]] = []
         self.peak_rss_kb: int | None = None
 
     def run(self) -> None:
@@ -207,6 +225,10 @@ class _Sampler(threading.Thread):
                 known = self.cpu.get(proc.pid)
                 kind = "driver" if proc.pid == self.pid else _process_kind(proc, known)
                 self.cpu[proc.pid] = _Sample(kind, times.user + times.system, ignores[parent])
+        totals: dict[str, float] = {}
+        for sample in self.cpu.values():
+            totals[sample.kind] = totals.get(sample.kind, 0.0) + sample.cpu_s
+        self.series.append((time.perf_counter() - self.started, totals))
         hwm = _vm_hwm_kb(self.pid)
         if hwm is not None:
             self.peak_rss_kb = max(self.peak_rss_kb or 0, hwm)
@@ -365,6 +387,7 @@ def run_process(
         stdout_tail=list(lines.tail)[-3:],
         stderr_tail=list(errors.tail),
         sim=sim_window(sampler.stats) if stats_url else None,
+        cpu_steady=steady_cpu(sampler.series, sampler.stats) if stats_url else None,
     )
 
 
@@ -399,16 +422,40 @@ class _LineReader(threading.Thread):
         self.pipe.close()
 
 
+def _answered(stats: dict[str, Any]) -> int:
+    """Requests answered: counted on arrival, answered once it holds no slot and waits
+    for none."""
+    return int(stats["requests"]) - int(stats["in_flight"]) - int(stats["queued"])
+
+
+def steady_cpu(
+    series: list[tuple[float, dict[str, float]]],
+    samples: list[tuple[float, dict[str, Any]]],
+) -> SteadyCpu | None:
+    """CPU by process kind from 10 % to 90 % of the run's completions (`SteadyCpu`);
+    None when the run was too short for a tree walk on either side of that window."""
+    if not samples:
+        return None
+    total = int(samples[-1][1]["requests"])
+    low = next(((at, _answered(s)) for at, s in samples if _answered(s) >= 0.1 * total), None)
+    high = next(((at, _answered(s)) for at, s in samples if _answered(s) >= 0.9 * total), None)
+    if total == 0 or low is None or high is None or high[0] <= low[0] or high[1] <= low[1]:
+        return None
+    start = next((entry for entry in reversed(series) if entry[0] <= low[0]), None)
+    end = next((entry for entry in series if entry[0] >= high[0]), None)
+    if start is None or end is None:
+        return None
+    rate = (high[1] - low[1]) / (high[0] - low[0])
+    return SteadyCpu(start[0], end[0], rate * (end[0] - start[0]), start[1], end[1])
+
+
 def sim_window(samples: list[tuple[float, dict[str, Any]]]) -> SimWindow | None:
     """Throughput from the simulator's counters, polled every STATS_POLL_S."""
     if not samples:
         return None
     final = samples[-1][1]
     total = int(final["requests"])
-
-    def done(stats: dict[str, Any]) -> int:
-        # A request is counted on arrival; it is answered once it holds no slot and waits for none.
-        return int(stats["requests"]) - int(stats["in_flight"]) - int(stats["queued"])
+    done = _answered
 
     def crossing(test: Callable[[dict[str, Any]], bool]) -> float | None:
         previous = 0.0
@@ -704,10 +751,18 @@ def measure_overhead(bench: Bench, saturation: dict[str, Any]) -> dict[str, Any]
         large.get("cpu_sampled_s") or {},
         points[1]["completions"],
     )
+    steady = large.get("cpu_steady")
     return {
         "points": points,
         "marginal_cpu_ms_per_completion": marginal,
         "by_role": roles,
+        # The same budget read inside the saturation run alone (`SteadyCpu`): no second
+        # run's start-up to subtract, so none of its noise.
+        "steady_by_role": (
+            marginal_by_role(steady["cpu_start_s"], 0, steady["cpu_end_s"], steady["completions"])
+            if steady
+            else None
+        ),
         "small_run": small,
     }
 
@@ -1169,6 +1224,7 @@ def run_bench(
     results["ratios"] = ratios(results)
     # Issue 23's budget per process role, from the same two runs as the marginal above.
     results["cpu_ms_per_completion"] = results["overhead"]["by_role"]
+    results["cpu_ms_per_completion_steady"] = results["overhead"]["steady_by_role"]
     results["elapsed_s"] = time.perf_counter() - started
     results_dir.mkdir(parents=True, exist_ok=True)
     target = results_dir / f"{name}-{stamp}.json"
@@ -1199,7 +1255,9 @@ def print_ratios(path: Path) -> None:
             else ""
         )
         print(f"{key:40s} {shown}{target}")
-    for role, entry in results.get("cpu_ms_per_completion", {}).items():
+    roles = [("", results.get("cpu_ms_per_completion") or {})]
+    roles.append((" (steady)", results.get("cpu_ms_per_completion_steady") or {}))
+    for how, role, entry in ((how, r, e) for how, table in roles for r, e in table.items()):
         ms = entry["cpu_ms_per_completion"]
         shown = f"{ms:.3f} ms" if ms is not None else "n/a"
         per_core = entry["completions_per_s_per_core"]
@@ -1209,7 +1267,7 @@ def print_ratios(path: Path) -> None:
             if entry["target"] and entry["met"] is not None
             else ""
         )
-        print(f"{'cpu per completion: ' + role:40s} {shown}{rate}{target}")
+        print(f"{'cpu per completion: ' + role + how:40s} {shown}{rate}{target}")
     print(f"results: {path}")
 
 

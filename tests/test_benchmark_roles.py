@@ -61,3 +61,35 @@ def test_a_negative_slope_is_noise_and_meets_no_target() -> None:
     assert roles["driver"]["cpu_ms_per_completion"] == pytest.approx(-0.6)
     assert roles["driver"]["met"] is None
     assert roles["driver"]["completions_per_s_per_core"] is None
+
+
+def _stats(done: int, total: int = 100) -> dict[str, int]:
+    """A simulator's /stats: every request arrived, those not done still queued."""
+    return {"requests": total, "in_flight": 0, "queued": total - done}
+
+
+def test_the_steady_window_reads_cpu_between_the_walks_around_10_and_90_percent() -> None:
+    from benchmarks.run import steady_cpu
+
+    samples = [(float(t), _stats(10 * t)) for t in range(1, 11)]  # 10 completions a second
+    series = [(t + 0.5, {"driver": 0.1 * (t + 0.5), "raylet": 1.0}) for t in range(10)]
+    window = steady_cpu(series, samples)
+    assert window is not None
+    # 10 % done at 1.0 s, 90 % at 9.0 s: the walks at 0.5 s and 9.5 s bracket them, and
+    # the 9 s between those walks hold 90 completions at the window's rate.
+    assert (window.from_s, window.to_s) == (0.5, 9.5)
+    assert window.completions == pytest.approx(90.0)
+    roles = marginal_by_role(window.cpu_start_s, 0, window.cpu_end_s, window.completions)
+    assert roles["driver"]["cpu_ms_per_completion"] == pytest.approx(10.0)
+    assert roles["ray"]["cpu_ms_per_completion"] == pytest.approx(0.0)
+
+
+def test_no_steady_window_without_a_walk_on_each_side_of_it() -> None:
+    from benchmarks.run import steady_cpu
+
+    samples = [(float(t), _stats(10 * t)) for t in range(1, 11)]
+    late = [(5.0, {"driver": 1.0}), (9.5, {"driver": 2.0})]  # none before 10 % was done
+    assert steady_cpu(late, samples) is None
+    assert steady_cpu([(0.5, {"driver": 0.0})], samples) is None  # none after 90 %
+    assert steady_cpu([], []) is None
+    assert steady_cpu([(0.0, {})], [(1.0, _stats(0, total=0))]) is None  # nothing asked

@@ -134,6 +134,14 @@ def test_window_1_and_overhead_are_measured(results: dict[str, Any]) -> None:
     ]
     assert isinstance(roles["driver"]["cpu_ms_per_completion"], float)
     assert roles["gateway"]["cpu_ms_per_completion"] is None and roles["gateway"]["met"] is None
+    # The same budget inside the saturation run alone; a run too short for a walk of the
+    # process tree on each side of its steady state has none.
+    steady = results["cpu_ms_per_completion_steady"]
+    assert steady == results["overhead"]["steady_by_role"]
+    window = results["saturation"]["taguru_ray"]["cpu_steady"]
+    assert (steady is None) == (window is None)
+    if window is not None:
+        assert set(steady) == set(roles) and window["to_s"] > window["from_s"]
 
 
 def test_the_sweep_has_every_level_and_auto_or_a_reason(results: dict[str, Any]) -> None:
