@@ -321,7 +321,7 @@ def test_a_run_starts_the_workers_asked_for_but_never_more_than_its_segments() -
 def test_the_more_a_worker_holds_the_longer_what_goes_to_it_or_comes_back_is_gathered() -> None:
     assert [gather_s(held) for held in (0, 15)] == [None, None]  # at once
     assert [gather_s(held) for held in (16, 63)] == [0.02, 0.02]
-    assert [gather_s(held) for held in (64, 1000)] == [0.1, 0.1]
+    assert [gather_s(held) for held in (64, 1000)] == [0.25, 0.25]
 
 
 class ContactLost(Exception):
