@@ -455,7 +455,6 @@ def sim_window(samples: list[tuple[float, dict[str, Any]]]) -> SimWindow | None:
         return None
     final = samples[-1][1]
     total = int(final["requests"])
-    done = _answered
 
     def crossing(test: Callable[[dict[str, Any]], bool]) -> float | None:
         previous = 0.0
@@ -466,13 +465,13 @@ def sim_window(samples: list[tuple[float, dict[str, Any]]]) -> SimWindow | None:
         return None
 
     first = crossing(lambda s: int(s["requests"]) > 0)
-    last = crossing(lambda s: done(s) >= total)
+    last = crossing(lambda s: _answered(s) >= total)
     if total == 0 or first is None or last is None or last <= first:
         return None
     steady = None
     low, high = (
-        crossing(lambda s: done(s) >= 0.1 * total),
-        crossing(lambda s: done(s) >= 0.9 * total),
+        crossing(lambda s: _answered(s) >= 0.1 * total),
+        crossing(lambda s: _answered(s) >= 0.9 * total),
     )
     if low is not None and high is not None and high > low:
         steady = (0.9 - 0.1) * total / (high - low)
