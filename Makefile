@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINT := taguru_ray tests $(wildcard benchmarks/*.py) $(wildcard jobs/*.py)
 
-.PHONY: demo bench-demo bench-matrix bench-context bench-sessions bench-vocabulary test test-serial lint venv clean
+.PHONY: demo bench-demo bench-matrix bench-ab bench-context bench-sessions bench-vocabulary test test-serial lint venv clean
 
 venv: $(STAMP)
 
@@ -54,6 +54,13 @@ bench: $(STAMP)
 
 bench-matrix: $(STAMP)
 	$(BIN)/python -m benchmarks.matrix $(BENCH_ARGS)
+
+# Two builds' saturation runs interleaved on this machine: BASE (a git revision, default
+# the commit before HEAD) against the working tree; about 4 minutes on 2 cores.
+BASE ?= HEAD~1
+bench-ab: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python -m benchmarks.ab --base $(BASE) $(BENCH_ARGS)
 
 # The embedded context at 10 000 and 100 000 paragraphs: import throughput and search
 # latency, and how they grow (benchmarks/README.md); about 7 minutes on 2 cores.

@@ -340,17 +340,17 @@ def run_process(
     stats_url: str | None = None,
     marker: bytes | None = None,
     timeout: float = 1800.0,
+    cwd: Path = PROJECT_ROOT,
 ) -> ProcessRun:
     """Run `argv` to its end, measuring it from outside.
 
     `keep` are children of this process that are not part of the run (the
     simulator): they are never reaped here, so their CPU stays out of `cpu_s`.
+    `cwd` is the tree whose `taguru_ray` runs: `-m` and Ray's workers import from it.
     """
     cpu_before = _cpu_children_s()
     started = time.perf_counter()
-    proc = subprocess.Popen(
-        argv, env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    proc = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     sampler = _Sampler(proc.pid, started, stats_url)
     sampler.start()
     lines = _LineReader(proc.stdout, started, marker)
@@ -504,6 +504,7 @@ class Bench:
     sim: SimulatorProcess
     address: str | None = None  # join this Ray instead of starting one per run
     log: Callable[[str], None] = field(default=lambda line: print(line, flush=True))
+    tree: Path = PROJECT_ROOT  # the checkout whose build runs (benchmarks/ab.py: another)
 
     @property
     def ideal(self) -> float:
@@ -526,7 +527,7 @@ class Bench:
             TAGURU_EXTRACT_URL=self.sim.chat_url,
             TAGURU_EXTRACT_MODEL=MODEL,
             PYTHONPATH=os.pathsep.join(
-                p for p in (str(PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p
+                p for p in (str(self.tree), os.environ.get("PYTHONPATH", "")) if p
             ),
         )
         return env
@@ -555,6 +556,7 @@ class Bench:
             stats_url=self.sim.root_url + "/stats" if timed else None,
             marker=SKIP_MARKER,
             timeout=self.params.run_timeout_s,
+            cwd=self.tree,
         )
 
     def fresh_out(self, name: str) -> Path:
