@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -126,19 +127,31 @@ def checkout(revision: str, into: Path) -> Iterator[tuple[Path, str]]:
             "`git log` shows (a hash, a tag, HEAD~3)"
         ) from None
     tree = into / f"base-{sha[:12]}"
+    if tree.exists():  # left by a killed A/B in a kept --work-dir
+        with contextlib.suppress(BenchFailed):
+            _git("worktree", "remove", "--force", str(tree))
+        shutil.rmtree(tree, ignore_errors=True)  # ours by its name, registered or not
+        _git("worktree", "prune")
     _git("worktree", "add", "--detach", "--force", str(tree), sha)
     try:
         yield tree, sha
     finally:
-        _git("worktree", "remove", "--force", str(tree))
+        try:
+            _git("worktree", "remove", "--force", str(tree))
+        except BenchFailed as failure:  # never in place of what ended the A/B
+            print(f"bench-ab: {failure} — `git worktree prune` drops it", file=sys.stderr)
 
 
 def _git(*args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(PROJECT_ROOT), *args], capture_output=True, text=True, check=False
-    )
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), *args], capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError:
+        raise BenchFailed("git: not found — the A/B checks the base out with git") from None
     if done.returncode != 0:
-        first = (done.stderr.strip().splitlines() or ["no output"])[0]
+        lines = done.stderr.strip().splitlines() or ["no output"]
+        first = next((line for line in lines if line.startswith(("fatal:", "error:"))), lines[0])
         raise BenchFailed(f"git {' '.join(args[:2])}: {first}")
     return done.stdout.strip()
 

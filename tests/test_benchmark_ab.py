@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.ab import order, parse_args, run_figures, spread, summarize
+from benchmarks.ab import checkout, order, parse_args, run_figures, spread, summarize
 from tests.support import REPO
 
 
@@ -112,6 +112,36 @@ def test_an_unknown_base_is_one_line_naming_it(tmp_path: Path) -> None:
     ]
     assert "Traceback" not in done.stderr
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+@needs_git
+def test_a_checkout_a_killed_ab_left_behind_is_replaced_then_removed(tmp_path: Path) -> None:
+    head = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    stale = tmp_path / f"base-{head[:12]}"
+    stale.mkdir()
+    (stale / "left.txt").write_text("from a killed run\n", encoding="utf-8")
+    with checkout("HEAD", tmp_path) as (tree, sha):
+        assert (tree, sha) == (stale, head)
+        assert (tree / "pyproject.toml").is_file() and not (tree / "left.txt").exists()
+    assert not stale.exists()
+
+
+def test_no_git_is_one_line_saying_so(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.ab", "--base", "HEAD", "--results-dir", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PATH": str(tmp_path), "HOME": str(tmp_path)},
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "bench-ab: git: not found — the A/B checks the base out with git"
+    ]
+    assert not list(tmp_path.iterdir())
 
 
 @needs_git
