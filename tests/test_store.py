@@ -180,6 +180,27 @@ def test_a_torn_last_line_is_cut_before_a_log_is_continued(tmp_path: Path) -> No
     assert [json.loads(line)["type"] for line in lines] == ["segment", "segment"]
 
 
+def test_a_log_opens_in_a_known_folder_and_remakes_one_removed_since(tmp_path: Path) -> None:
+    """An attempts log's folder is checked once per OutDir, like a write's: the next
+    logs open without a mkdir, and a folder removed since is made again."""
+    out = OutDir(str(tmp_path / "out"))
+    first = AttemptsLog(out, "trace/a.attempts.jsonl")
+    first.open(fresh=True)
+    first.write({"type": "segment", "n": 1})
+    first.close()
+    shutil.rmtree(tmp_path / "out" / "trace")
+    second = AttemptsLog(out, "trace/b.attempts.jsonl")
+    second.open(fresh=True)
+    second.write({"type": "segment", "n": 2})
+    second.close()
+    third = AttemptsLog(out, "trace/c.attempts.jsonl")
+    third.open(fresh=True)
+    third.close()
+    folder = tmp_path / "out" / "trace"
+    assert sorted(p.name for p in folder.iterdir()) == ["b.attempts.jsonl", "c.attempts.jsonl"]
+    assert json.loads((folder / "b.attempts.jsonl").read_text()) == {"type": "segment", "n": 2}
+
+
 def test_a_write_remakes_a_folder_removed_after_an_earlier_write(tmp_path: Path) -> None:
     """A write checks its folder once per OutDir: one removed since (by hand, or as
     left empty) is made again, not refused."""

@@ -52,8 +52,9 @@ class FileAppender:
     tear is never buried mid-file under the records appended after it.
     """
 
-    def __init__(self, target: str, *, fresh: bool) -> None:
-        os.makedirs(os.path.dirname(target), exist_ok=True)
+    def __init__(self, target: str, *, fresh: bool, make_folder: bool = True) -> None:
+        if make_folder:  # False: the caller knows the folder is there (a refused mkdir saved)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
         self._target = target
         flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         flags |= os.O_TRUNC if fresh else os.O_APPEND

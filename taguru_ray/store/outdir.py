@@ -263,9 +263,18 @@ class OutDir:
 
     def appender(self, name: str, *, fresh: bool) -> Appender:
         """A log at `name`: emptied when `fresh`, else continued after its current bytes."""
-        if self.local:
-            return FileAppender(self.local_path(name), fresh=fresh)
-        return ObjectAppender(self, name, fresh=fresh)
+        if not self.local:
+            return ObjectAppender(self, name, fresh=fresh)
+        target = self.local_path(name)
+        folder = os.path.dirname(target)
+        if folder in self._folders:  # made or found before: no mkdir per segment's log
+            try:
+                return FileAppender(target, fresh=fresh, make_folder=False)
+            except FileNotFoundError:  # it went away since: made again below
+                self._folders.discard(folder)
+        appender = FileAppender(target, fresh=fresh)
+        self._folders.add(folder)
+        return appender
 
 
 class _HashedNames:
