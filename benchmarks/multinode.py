@@ -37,7 +37,6 @@ import itertools
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -62,6 +61,7 @@ from benchmarks.run import (
     BenchFailed,
     _process_kind,
     psutil,
+    set_aside,
     sim_window,
     work_dir,
 )
@@ -413,7 +413,6 @@ def extract(
 ) -> Run:
     """Run the CLI to its end; with `remove`, take that worker node away once
     `remove_after` of the segments have been asked."""
-    shutil.rmtree(out, ignore_errors=True)
     started = time.perf_counter()
     clocks = []
     for sim in sims:
@@ -703,6 +702,7 @@ def measure_multinode(
             ("removed", corpus, p.segments, f"worker-{p.worker_nodes}"),
         )
         for name, folder, count, remove in plan:
+            set_aside(work, outs[name])  # an earlier bench's, kept in --work-dir
             run = extract(p, nodes, sims, folder, outs[name], name, count, remove)
             why = failure(run, p.run_timeout_s)
             if why is not None and remove is None:

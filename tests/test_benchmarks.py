@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from benchmarks.corpus import segment_name, segment_text, write_corpus
+from benchmarks.run import TRASH, set_aside, work_dir
 from tests.support import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
@@ -225,3 +226,20 @@ def test_the_corpus_is_deterministic_and_prefix_stable(tmp_path: Path) -> None:
     assert small[1].name == segment_name(1)
     assert segment_text(1, 300) != segment_text(2, 300)  # distinct names per segment
     assert len(segment_text(1, 300).encode("utf-8")) >= 300
+
+
+def test_an_earlier_out_is_set_aside_and_deleted_when_the_bench_ends(tmp_path: Path) -> None:
+    """Not deleted between runs (the next run's file creations would pay for it on a
+    disk without a journal): moved into the work folder, emptied at the end."""
+    keep = tmp_path / "work"
+    with work_dir(keep) as work:
+        out = work / "out" / "saturation"
+        out.mkdir(parents=True)
+        (out / "a.jsonl").write_text("{}\n")
+        set_aside(work, out)
+        set_aside(work, work / "out" / "never-made")
+        assert not out.exists()
+        [moved] = (work / TRASH).iterdir()
+        assert moved.name.startswith("saturation-")
+        assert (moved / "a.jsonl").read_text() == "{}\n"
+    assert keep.is_dir() and not (keep / TRASH).exists()
