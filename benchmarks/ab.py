@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.roles import marginal_by_role
+from benchmarks.roles import steady_by_role
 from benchmarks.run import (
     PRESETS,
     PROJECT_ROOT,
@@ -59,19 +59,22 @@ def order(rounds: int) -> list[str]:
 
 
 def run_figures(summary: Mapping[str, Any], ideal: float) -> dict[str, Any]:
-    """One run's numbers: completions/s, its fraction of C/L, steady CPU ms by role."""
+    """One run's numbers: completions/s, its fraction of C/L, steady CPU ms by role and
+    the kernel's part of it."""
     rate = summary.get("completions_per_s")
     steady = summary.get("cpu_steady")
-    roles: dict[str, float | None] = {}
-    if steady:
-        table = marginal_by_role(
-            steady["cpu_start_s"], 0, steady["cpu_end_s"], steady["completions"]
-        )
-        roles = {role: entry["cpu_ms_per_completion"] for role, entry in table.items()}
+    table = steady_by_role(steady) if steady else {}
     return {
         "completions_per_s": rate,
         "throughput_vs_ideal": rate / ideal if rate and ideal else None,
-        "cpu_ms_per_completion_steady": roles,
+        "cpu_ms_per_completion_steady": {
+            role: entry["cpu_ms_per_completion"] for role, entry in table.items()
+        },
+        "system_ms_per_completion_steady": {
+            role: entry["system_ms_per_completion"]
+            for role, entry in table.items()
+            if "system_ms_per_completion" in entry
+        },
     }
 
 
@@ -94,6 +97,12 @@ def summarize(runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]
             "throughput_vs_ideal": spread([f["throughput_vs_ideal"] for f in figures]),
             "cpu_ms_per_completion_steady": {
                 role: spread([f["cpu_ms_per_completion_steady"].get(role) for f in figures])
+                for role in roles
+            },
+            "system_ms_per_completion_steady": {
+                role: spread(
+                    [f.get("system_ms_per_completion_steady", {}).get(role) for f in figures]
+                )
                 for role in roles
             },
         }

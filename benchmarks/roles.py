@@ -64,3 +64,16 @@ def marginal_by_role(
             "met": None if ms is None or target is None or ms < 0 else ms <= target,
         }
     return out
+
+
+def steady_by_role(steady: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """`marginal_by_role` between the two ends of a run's steady window (`SteadyCpu` as
+    the JSON holds it), each role with the kernel's part of its CPU beside it
+    (`system_ms_per_completion`) when the window has it."""
+    done = steady["completions"]
+    table = marginal_by_role(steady["cpu_start_s"], 0, steady["cpu_end_s"], done)
+    if steady.get("system_end_s"):
+        system = marginal_by_role(steady["system_start_s"], 0, steady["system_end_s"], done)
+        for role, entry in table.items():
+            entry["system_ms_per_completion"] = system[role]["cpu_ms_per_completion"]
+    return table

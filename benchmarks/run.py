@@ -48,7 +48,7 @@ import httpx
 
 import taguru_ray
 from benchmarks.corpus import write_corpus
-from benchmarks.roles import marginal_by_role
+from benchmarks.roles import marginal_by_role, steady_by_role
 from taguru_ray.simulate.harness import SimulatorProcess
 
 try:
@@ -150,6 +150,10 @@ class SteadyCpu:
     completions: float
     cpu_start_s: dict[str, float]
     cpu_end_s: dict[str, float]
+    # The kernel's part of the same (system time), by kind: what file operations,
+    # sockets and thread hand-offs cost, apart from the interpreter's own work.
+    system_start_s: dict[str, float] = field(default_factory=dict)
+    system_end_s: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -188,6 +192,7 @@ class _Sampler(threading.Thread):
         # CPU seconds by process kind after each walk of the tree (every pid's last
         # sample, exited ones included): the steady window's two ends are read here.
         self.series: list[tuple[float, dict[str, float]]] = []
+        self.system_series: list[dict[str, float]] = []  # of each walk: the system part
         self.peak_rss_kb: int | None = None
 
     def run(self) -> None:
@@ -224,11 +229,16 @@ class _Sampler(threading.Thread):
                     ignores[parent] = _ignores_sigchld(parent)
                 known = self.cpu.get(proc.pid)
                 kind = "driver" if proc.pid == self.pid else _process_kind(proc, known)
-                self.cpu[proc.pid] = _Sample(kind, times.user + times.system, ignores[parent])
+                self.cpu[proc.pid] = _Sample(
+                    kind, times.user + times.system, ignores[parent], times.system
+                )
         totals: dict[str, float] = {}
+        system: dict[str, float] = {}
         for sample in self.cpu.values():
             totals[sample.kind] = totals.get(sample.kind, 0.0) + sample.cpu_s
+            system[sample.kind] = system.get(sample.kind, 0.0) + sample.system_s
         self.series.append((time.perf_counter() - self.started, totals))
+        self.system_series.append(system)
         hwm = _vm_hwm_kb(self.pid)
         if hwm is not None:
             self.peak_rss_kb = max(self.peak_rss_kb or 0, hwm)
@@ -242,6 +252,7 @@ class _Sample:
     # drops the child's CPU instead of adding it to the parent's children
     # times, so RUSAGE_CHILDREN never sees it and this sample is all there is.
     unaccounted: bool
+    system_s: float = 0.0  # the kernel's part of cpu_s
 
 
 def _ignores_sigchld(pid: int) -> bool:
@@ -387,7 +398,9 @@ def run_process(
         stdout_tail=list(lines.tail)[-3:],
         stderr_tail=list(errors.tail),
         sim=sim_window(sampler.stats) if stats_url else None,
-        cpu_steady=steady_cpu(sampler.series, sampler.stats) if stats_url else None,
+        cpu_steady=(
+            steady_cpu(sampler.series, sampler.stats, sampler.system_series) if stats_url else None
+        ),
     )
 
 
@@ -431,6 +444,7 @@ def _answered(stats: dict[str, Any]) -> int:
 def steady_cpu(
     series: list[tuple[float, dict[str, float]]],
     samples: list[tuple[float, dict[str, Any]]],
+    system: list[dict[str, float]] | None = None,
 ) -> SteadyCpu | None:
     """CPU by process kind from 10 % to 90 % of the run's completions (`SteadyCpu`);
     None when the run was too short for a tree walk on either side of that window."""
@@ -441,12 +455,21 @@ def steady_cpu(
     high = next(((at, _answered(s)) for at, s in samples if _answered(s) >= 0.9 * total), None)
     if total == 0 or low is None or high is None or high[0] <= low[0] or high[1] <= low[1]:
         return None
-    start = next((entry for entry in reversed(series) if entry[0] <= low[0]), None)
-    end = next((entry for entry in series if entry[0] >= high[0]), None)
+    start = next((i for i in reversed(range(len(series))) if series[i][0] <= low[0]), None)
+    end = next((i for i, entry in enumerate(series) if entry[0] >= high[0]), None)
     if start is None or end is None:
         return None
+    (begun, cpu_start), (ended, cpu_end) = series[start], series[end]
     rate = (high[1] - low[1]) / (high[0] - low[0])
-    return SteadyCpu(start[0], end[0], rate * (end[0] - start[0]), start[1], end[1])
+    return SteadyCpu(
+        begun,
+        ended,
+        rate * (ended - begun),
+        cpu_start,
+        cpu_end,
+        system[start] if system else {},
+        system[end] if system else {},
+    )
 
 
 def sim_window(samples: list[tuple[float, dict[str, Any]]]) -> SimWindow | None:
@@ -759,11 +782,7 @@ def measure_overhead(bench: Bench, saturation: dict[str, Any]) -> dict[str, Any]
         "by_role": roles,
         # The same budget read inside the saturation run alone (`SteadyCpu`): no second
         # run's start-up to subtract, so none of its noise.
-        "steady_by_role": (
-            marginal_by_role(steady["cpu_start_s"], 0, steady["cpu_end_s"], steady["completions"])
-            if steady
-            else None
-        ),
+        "steady_by_role": steady_by_role(steady) if steady else None,
         "small_run": small,
     }
 
@@ -1263,6 +1282,8 @@ def print_ratios(path: Path) -> None:
         shown = f"{ms:.3f} ms" if ms is not None else "n/a"
         per_core = entry["completions_per_s_per_core"]
         rate = f", {per_core:.0f}/s a core" if per_core else ""
+        kernel = entry.get("system_ms_per_completion")
+        rate += f", {kernel:.3f} ms of it system" if kernel is not None else ""
         target = (
             f"  (target {entry['target']}: {'met' if entry['met'] else 'NOT met'})"
             if entry["target"] and entry["met"] is not None

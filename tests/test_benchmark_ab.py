@@ -29,6 +29,8 @@ def test_a_runs_figures_are_its_rate_its_share_of_c_over_l_and_steady_cpu_by_rol
             "completions": 1000.0,
             "cpu_start_s": {"driver": 1.0, "ray::SegmentWorker": 2.0, "raylet": 0.5},
             "cpu_end_s": {"driver": 1.3, "ray::SegmentWorker": 6.0, "raylet": 0.6},
+            "system_start_s": {"driver": 0.2, "ray::SegmentWorker": 0.5, "raylet": 0.1},
+            "system_end_s": {"driver": 0.25, "ray::SegmentWorker": 1.5, "raylet": 0.1},
         },
     }
     figures = run_figures(summary, ideal=320.0)
@@ -39,6 +41,10 @@ def test_a_runs_figures_are_its_rate_its_share_of_c_over_l_and_steady_cpu_by_rol
     assert roles["segment_workers"] == pytest.approx(4.0)
     assert roles["ray"] == pytest.approx(0.1)
     assert roles["gateway"] is None  # no process of it was sampled: no figure, not a zero
+    system = figures["system_ms_per_completion_steady"]
+    assert system["segment_workers"] == pytest.approx(1.0)  # of the 4.0 above
+    assert system["driver"] == pytest.approx(0.05)
+    assert system["gateway"] is None
 
 
 def test_a_run_without_a_steady_window_has_its_rate_and_no_cpu() -> None:
@@ -47,6 +53,7 @@ def test_a_run_without_a_steady_window_has_its_rate_and_no_cpu() -> None:
         "completions_per_s": None,
         "throughput_vs_ideal": None,
         "cpu_ms_per_completion_steady": {},
+        "system_ms_per_completion_steady": {},
     }
 
 
@@ -73,6 +80,8 @@ def test_the_summary_compares_the_medians_head_over_base() -> None:
     summary = summarize(runs)
     assert summary["base"]["completions_per_s"] == {"min": 180.0, "median": 200.0, "max": 220.0}
     assert summary["head"]["cpu_ms_per_completion_steady"]["driver"]["median"] == 0.25
+    # Runs of a build from before the kernel's part was sampled have none: no figure.
+    assert summary["head"]["system_ms_per_completion_steady"]["driver"]["median"] is None
     assert summary["head_vs_base"]["completions_per_s"] == pytest.approx(1.2)
     assert summary["head_vs_base"]["cpu_ms_per_completion_steady"]["driver"] == pytest.approx(0.5)
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 
-from benchmarks.roles import by_role, marginal_by_role
+from benchmarks.roles import by_role, marginal_by_role, steady_by_role
 
 
 def test_processes_are_grouped_into_roles_and_the_rest_is_ray() -> None:
@@ -82,6 +84,31 @@ def test_the_steady_window_reads_cpu_between_the_walks_around_10_and_90_percent(
     roles = marginal_by_role(window.cpu_start_s, 0, window.cpu_end_s, window.completions)
     assert roles["driver"]["cpu_ms_per_completion"] == pytest.approx(10.0)
     assert roles["ray"]["cpu_ms_per_completion"] == pytest.approx(0.0)
+
+
+def test_the_steady_window_keeps_the_kernels_part_read_at_the_same_walks() -> None:
+    from benchmarks.run import steady_cpu
+
+    samples = [(float(t), _stats(10 * t)) for t in range(1, 11)]
+    series = [(t + 0.5, {"ray::SegmentWorker": 0.5 * t}) for t in range(10)]
+    system = [{"ray::SegmentWorker": 0.1 * t} for t in range(10)]
+    window = steady_cpu(series, samples, system)
+    assert window is not None
+    assert (window.system_start_s, window.system_end_s) == (
+        {"ray::SegmentWorker": 0.0},
+        {"ray::SegmentWorker": pytest.approx(0.9)},
+    )
+    table = steady_by_role(asdict(window))
+    workers = table["segment_workers"]
+    assert workers["cpu_ms_per_completion"] == pytest.approx(50.0)  # 4.5 s over 90
+    assert workers["system_ms_per_completion"] == pytest.approx(10.0)  # 0.9 s of it
+    assert steady_cpu(series, samples).system_end_s == {}  # type: ignore[union-attr]
+    assert (
+        "system_ms_per_completion"
+        not in steady_by_role(
+            asdict(steady_cpu(series, samples))  # type: ignore[arg-type]
+        )["segment_workers"]
+    )
 
 
 def test_no_steady_window_without_a_walk_on_each_side_of_it() -> None:
