@@ -172,16 +172,21 @@ class OutDir:
         replaces whatever sits at the target, a symbolic link included, unfollowed. Its
         folder is made on first use, and again if it went away since."""
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        folder = os.path.dirname(temp)
-        if folder not in self._folders:
-            os.makedirs(folder, exist_ok=True)
-            self._folders.add(folder)
-            return os.open(temp, flags, 0o644)
-        try:
-            return os.open(temp, flags, 0o644)
-        except FileNotFoundError:
-            self._folders.discard(folder)
-            return self._create(temp)
+        return self._in_folder(temp, lambda: os.open(temp, flags, 0o644))
+
+    def _in_folder(self, path: str, create: Callable[[], T]) -> T:
+        """`create()`, which makes the local file `path`: its folder checked once per
+        OutDir (not with a stat and a refused mkdir per file), and made again if it went
+        away since."""
+        folder = os.path.dirname(path)
+        if folder in self._folders:
+            try:
+                return create()
+            except FileNotFoundError:
+                self._folders.discard(folder)
+        os.makedirs(folder, exist_ok=True)
+        self._folders.add(folder)
+        return create()
 
     def offload(self, fn: Callable[..., T], *args: Any) -> Awaitable[T]:
         """Run `fn(*args)`, a function that writes here, off the event loop.
@@ -266,15 +271,7 @@ class OutDir:
         if not self.local:
             return ObjectAppender(self, name, fresh=fresh)
         target = self.local_path(name)
-        folder = os.path.dirname(target)
-        if folder in self._folders:  # made or found before: no mkdir per segment's log
-            try:
-                return FileAppender(target, fresh=fresh, make_folder=False)
-            except FileNotFoundError:  # it went away since: made again below
-                self._folders.discard(folder)
-        appender = FileAppender(target, fresh=fresh)
-        self._folders.add(folder)
-        return appender
+        return self._in_folder(target, lambda: FileAppender(target, fresh=fresh, make_folder=False))
 
 
 class _HashedNames:
