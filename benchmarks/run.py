@@ -1352,10 +1352,17 @@ def set_aside(work: Path, folder: Path) -> None:
     of a saturation run's --out a create cost 0.3-0.85 ms of kernel CPU instead
     of 0.02-0.04 ms — a millisecond and more per completion on the workers.
     """
-    if folder.exists():
+    if not folder.exists():
+        return
+    try:
         trash = work / TRASH
         trash.mkdir(exist_ok=True)
         folder.rename(trash / f"{folder.name}-{time.time_ns()}")
+    except OSError as error:
+        raise BenchFailed(
+            f"could not set {folder} aside ({error.strerror}) — remove it, or give "
+            "another --work-dir"
+        ) from None
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from benchmarks.corpus import segment_name, segment_text, write_corpus
-from benchmarks.run import TRASH, set_aside, work_dir
+from benchmarks.run import TRASH, BenchFailed, set_aside, work_dir
 from tests.support import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
@@ -243,3 +243,12 @@ def test_an_earlier_out_is_set_aside_and_deleted_when_the_bench_ends(tmp_path: P
         assert moved.name.startswith("saturation-")
         assert (moved / "a.jsonl").read_text() == "{}\n"
     assert keep.is_dir() and not (keep / TRASH).exists()
+
+
+def test_an_out_that_cannot_be_set_aside_is_one_line_naming_it(tmp_path: Path) -> None:
+    out = tmp_path / "out" / "saturation"
+    out.mkdir(parents=True)
+    (tmp_path / TRASH).write_text("a file where the folder goes\n")
+    with pytest.raises(BenchFailed, match=r"could not set .*saturation aside .* --work-dir"):
+        set_aside(tmp_path, out)
+    assert out.is_dir()  # left where it was
