@@ -9,16 +9,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from taguru_ray.cli.extract import parse_flags
 from taguru_ray.contract.names import MANIFEST, output_name, written_id
 from taguru_ray.contract.source_file import Header, Passage, SourceFile, render_source_file
+from taguru_ray.engine import digest_helper
 from taguru_ray.engine.run import ExtractRun
 from taguru_ray.engine.scan import Console
 from taguru_ray.pipeline.read import segment_sha256
 from taguru_ray.pipeline.run_inputs import InputDigests
 from taguru_ray.settings import compute_inputs, resolve_settings
 from taguru_ray.store.config_file import read_config_file
-from taguru_ray.store.inputs import expand
+from taguru_ray.store.inputs import expand, read_source
 from taguru_ray.store.manifest import MANIFEST_FIELDS, Manifest
 from taguru_ray.store.outdir import OutDir
 from tests.support import CONTEXT
@@ -110,3 +113,33 @@ def test_a_stop_ends_the_early_settling_and_the_reads(tmp_path: Path) -> None:
     assert run._early.done() and run._early.exception() is None
     # Whatever was settled was settled in order, up to where it stopped.
     assert run.window.low_water == run.tally.unchanged == run.reached
+
+
+def test_a_helper_process_hashes_what_the_driver_skips(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(digest_helper, "HELPER_FROM", 1)
+    run, sources, printed, errors = make_run(tmp_path, "uurnu")
+    run.read = lambda source: read_source(source)  # another reader (staged sessions)
+    assert not run._wants_helper()
+    run.read = read_source
+    run.start_reading()
+    run._early.result(timeout=30)
+    try:
+        assert run._helper is not None
+        assert printed == [
+            f"{source}: unchanged, skipped (--force re-extracts)" for source in sources[:2]
+        ]
+        assert len(errors) == 1 and errors[0].startswith(
+            f"taguru: extract: {sources[2]}: not valid UTF-8"
+        )
+        first = run.scanner.next_now()
+        # The new segment was read again by the driver: a worker gets its bytes.
+        assert (
+            first is not None and first.index == 3 and first.data == Path(sources[3]).read_bytes()
+        )
+        after = run.scanner.next_now()
+        assert after is not None and after.index == 4 and after.unread and run._unchanged(after)
+    finally:
+        run.stop_reading()
+    assert run._helper._child is None

@@ -31,14 +31,20 @@ class ScanAhead:
     One consumer at a time: the early-settling thread, then the dispatch loop, which
     takes over once that thread has returned (its future orders the hand-over).
     A batch is SCAN_BATCH segments, cut short at SCAN_BATCH_BYTES of segment bytes;
-    the rest of a cut batch is read next, before the batches after it.
+    the rest of a cut batch is read next, before the batches after it. With `digests`
+    (the helper process) a batch is hashed there first and its segments come unread.
     """
 
     def __init__(
-        self, count: int, scan_one: Callable[[int], Scanned], executor: ThreadPoolExecutor
+        self,
+        count: int,
+        scan_one: Callable[[int, str | None], Scanned],
+        executor: ThreadPoolExecutor,
+        digests: Callable[[range], list[str | None]] | None = None,
     ) -> None:
         self._count = count
-        self._scan_one = scan_one
+        self._scan_one = scan_one  # (index, the digest the helper found, or None)
+        self._digests = digests  # a batch's digests from the helper process (ADR 0046)
         self._executor = executor
         self._pending: deque[Scanned] = deque()
         self._next = 0  # the first index no batch was asked for
@@ -49,8 +55,9 @@ class ScanAhead:
     def _batch(self, start: int, stop: int) -> list[Scanned]:
         out: list[Scanned] = []
         held = 0
+        known = self._digests(range(start, stop)) if self._digests is not None else None
         for index in range(start, stop):
-            scanned = self._scan_one(index)
+            scanned = self._scan_one(index, known[index - start] if known else None)
             out.append(scanned)
             held += len(scanned.data or b"")
             if held > SCAN_BATCH_BYTES:

@@ -30,10 +30,11 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from taguru_ray import heap
-from taguru_ray.contract.names import output_name
+from taguru_ray.contract.names import MANIFEST, MANIFEST_JOURNAL, output_name
 from taguru_ray.contract.records.sidecar import GatewayRecord
 from taguru_ray.engine.ahead import READERS, ScanAhead
 from taguru_ray.engine.batches import WorkerBatches, failed_outcome, pick_worker, worker_count
+from taguru_ray.engine.digest_helper import DigestHelper, worth_a_helper
 from taguru_ray.engine.progress import Progress, mode_for
 from taguru_ray.engine.run_metrics import SegmentMeter
 from taguru_ray.engine.scan import (
@@ -44,6 +45,7 @@ from taguru_ray.engine.scan import (
     existing_contribution,
     existing_gaps,
     new_run_id,
+    read_scanned,
     scan,
     skip_line,
 )
@@ -132,6 +134,7 @@ class ExtractRun:
         self._coverage = settings.records.coverage
         self._seed: Contribution | None = None
         self._readers: ThreadPoolExecutor | None = None
+        self._helper: DigestHelper | None = None
         self._handover = threading.Event()
         self._existing: Container[str] = ()
         self._settle_timer: asyncio.TimerHandle | None = None
@@ -290,19 +293,44 @@ class ExtractRun:
             # its labels seed the reuse list, its names the claimed-names check.
             self._seed = contribution(self.inputs.vocabulary)
             self.window.seed(self._seed)
+        self._helper = DigestHelper.start() if self._wants_helper() else None
         readers = self._readers = ThreadPoolExecutor(READERS, thread_name_prefix="taguru-read")
         self._manifest_loading = readers.submit(Manifest.load, self.out)
         self._listing = readers.submit(self.out.presence)
         seen = WrittenIds.of(self.sources, self.settings.source.source_id, self.inputs)
         several = len(self.sources) > 1
+        helper = self._helper
+
+        def scan_one(index: int, digest: str | None) -> Scanned:
+            source = self.sources[index]
+            scanned = scan(
+                self.settings, index, source, several, seen, self.inputs, self.read, digest
+            )
+            if scanned.unread and not self._unchanged_by(scanned, self._inputs_now()):
+                # The helper hashed it, and a worker needs its bytes: read here, on the
+                # batch's thread, as without a helper.
+                scanned = read_scanned(self.settings, scanned, self.inputs, self.read)
+            return scanned
+
         self.scanner = ScanAhead(
             len(self.sources),
-            lambda index: scan(
-                self.settings, index, self.sources[index], several, seen, self.inputs, self.read
-            ),
+            scan_one,
             readers,
+            (lambda batch: helper.digests([self.sources[i] for i in batch])) if helper else None,
         )
         self._early = readers.submit(self._settle_early)
+
+    def _wants_helper(self) -> bool:
+        """Whether a child process should hash the segments (`digest_helper.py`)."""
+        sources = self.sources
+        return worth_a_helper(
+            len(sources),
+            skippable=self._skippable,
+            files=self.read is read_source and "://" not in (sources[0] if sources else ""),
+            redacting=bool(self.inputs.redaction),
+            coverage=self._coverage,
+            manifest=self.out.local and any(map(self.out.exists, (MANIFEST, MANIFEST_JOURNAL))),
+        )
 
     def stop_reading(self) -> None:
         """End the early settling and wait for the reads under way (each ends within a
@@ -311,6 +339,8 @@ class ExtractRun:
         if self._readers is not None:
             wait([self._early])  # it stops at its next segment
             self._readers.shutdown(wait=True, cancel_futures=True)
+        if self._helper is not None:
+            self._helper.close()
 
     def _settle_early(self) -> bool:
         """While Ray starts: settle segments in order for as long as none needs a worker.
@@ -320,7 +350,7 @@ class ExtractRun:
             scanned = self.scanner.next_now()
             if scanned is None:
                 return False
-            if scanned.inputs is None or scanned.data is None:
+            if scanned.inputs is None:
                 self._refused(scanned)
             elif self._unchanged(scanned):
                 self._skip(scanned, self._gaps(scanned))
@@ -336,11 +366,22 @@ class ExtractRun:
             self.console.err(f"{FAILURE_PREFIX}{note}")
         self._existing = self._listing.result()
 
+    def _inputs_now(self) -> tuple[Manifest, Container[str]]:
+        """The manifest and the --out listing, waited for: a batch thread may ask before
+        the early settling took them (`_take_inputs`)."""
+        manifest, _ = self._manifest_loading.result()
+        return manifest, self._listing.result()
+
     def _unchanged(self, scanned: Scanned) -> bool:
+        # An unread segment was judged unchanged on its batch's thread (`start_reading`).
+        return scanned.unread or self._unchanged_by(scanned, (self.manifest, self._existing))
+
+    def _unchanged_by(self, scanned: Scanned, held: tuple[Manifest, Container[str]]) -> bool:
+        manifest, existing = held
         return (
             self._skippable
             and scanned.inputs is not None
-            and self.manifest.unchanged(scanned.source, scanned.inputs, self._existing)
+            and manifest.unchanged(scanned.source, scanned.inputs, existing)
         )
 
     def _gaps(self, scanned: Scanned) -> list[str]:
@@ -380,12 +421,12 @@ class ExtractRun:
         while (scanned := await self.scanner.next()) is not None:
             if self.stopping:
                 break
-            if scanned.inputs is None or scanned.data is None:
-                self._refused(scanned)
-                continue
             if self._unchanged(scanned):
                 gaps = await asyncio.to_thread(self._gaps, scanned) if self._coverage else []
                 self._skip(scanned, gaps)
+                continue
+            if scanned.inputs is None or scanned.data is None:
+                self._refused(scanned)
                 continue
             index = scanned.index
             self.reached = index + 1

@@ -120,7 +120,8 @@ class Tally:
 
 @dataclass(slots=True)
 class Scanned:
-    """A segment after the driver read and hashed it. Never changed once made; not frozen
+    """A segment after the driver read and hashed it (or only looked up the hash the helper
+    process found: `unread`). Never changed once made; not frozen
     only because a frozen dataclass costs a microsecond more to build, a second a million."""
 
     index: int
@@ -129,6 +130,11 @@ class Scanned:
     data: bytes | None = None
     inputs: dict[str, Any] | None = None
     refusal: str | None = None
+
+    @property
+    def unread(self) -> bool:
+        """Hashed by the helper process, not read here: skippable, or `read_scanned` next."""
+        return self.data is None and self.inputs is not None
 
 
 def new_run_id() -> str:
@@ -289,9 +295,12 @@ def scan(
     seen_ids: set[str] | WrittenIds,
     inputs: RunInputs | None = None,
     read: Callable[[str], bytes] = read_source,
+    digest: str | None = None,
 ) -> Scanned:
     """Read and hash a segment; under --redact the hash is its masked text's (`read`).
-    `read` is the file reader, or a run's in-memory segments (staged agent sessions)."""
+    `read` is the file reader, or a run's in-memory segments (staged agent sessions).
+    With the `digest` a helper process found (`digest_helper.py`) nothing is read: the
+    segment comes back unread (`Scanned.unread`), for `read_scanned` if it is not skipped."""
     ident = written_id(source, settings.source.source_id, several)
     if inputs is not None and inputs.redaction:
         # The path is in every prompt and record: one that holds what --redact masks
@@ -317,6 +326,32 @@ def scan(
                 "give the segments distinct file stems or run them separately"
             ),
         )
+    digests = inputs.digests if inputs is not None else _NO_DIGESTS
+    if digest is not None:
+        entry = segment_inputs(settings, digests, digest, ident, output_name(source))
+        return Scanned(index, source, ident, None, entry)
+    return _read(settings, index, source, ident, inputs, read)
+
+
+def read_scanned(
+    settings: Settings,
+    scanned: Scanned,
+    inputs: RunInputs | None = None,
+    read: Callable[[str], bytes] = read_source,
+) -> Scanned:
+    """An unread segment (its hash from the helper) read and hashed here: the bytes a
+    worker gets and the hash the manifest records come from this one read."""
+    return _read(settings, scanned.index, scanned.source, scanned.written_id, inputs, read)
+
+
+def _read(
+    settings: Settings,
+    index: int,
+    source: str,
+    ident: str,
+    inputs: RunInputs | None,
+    read: Callable[[str], bytes],
+) -> Scanned:
     try:
         data = read(source)
         if inputs is not None and inputs.redaction:

@@ -1,0 +1,86 @@
+"""The helper process that hashes a rerun's segments (ADR 0046): its answers and its failures."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from taguru_ray.engine import digest_helper
+from taguru_ray.engine.digest_helper import DigestHelper, worth_a_helper
+from taguru_ray.pipeline.read import segment_sha256
+
+MANY = digest_helper.HELPER_FROM
+WANTED = {
+    "skippable": True,
+    "files": True,
+    "redacting": False,
+    "coverage": False,
+    "manifest": True,
+}
+
+
+def test_a_helper_is_worth_it_only_for_a_big_skippable_corpus_of_files() -> None:
+    assert worth_a_helper(MANY, **WANTED)
+    assert not worth_a_helper(MANY - 1, **WANTED)
+    # --force, staged sessions or URLs, --redact, --coverage, no manifest to skip by.
+    for flag, value in (
+        ("skippable", False),
+        ("files", False),
+        ("redacting", True),
+        ("coverage", True),
+        ("manifest", False),
+    ):
+        assert not worth_a_helper(MANY, **{**WANTED, flag: value}), flag
+
+
+@pytest.fixture
+def helper() -> DigestHelper:
+    started = DigestHelper.start()
+    assert started is not None
+    yield started
+    started.close()
+
+
+def test_the_helper_hashes_as_the_driver_and_leaves_the_rest_to_it(
+    tmp_path: Path, helper: DigestHelper
+) -> None:
+    plain = tmp_path / "plain.md"
+    plain.write_bytes(b"Alpha depends on Beta.\n")
+    bom = tmp_path / "bom.md"
+    bom.write_bytes(b"\xef\xbb\xbfAlpha depends on Beta.\n")
+    newline = tmp_path / "two\nlines.md"
+    newline.write_bytes("Ünïcode names travel.\n".encode())
+    not_text = tmp_path / "latin1.md"
+    not_text.write_bytes(b"caf\xe9\n")
+    fifo = tmp_path / "pipe.md"
+    os.mkfifo(fifo)
+    missing = tmp_path / "gone.md"
+    paths = [str(p) for p in (plain, bom, newline, not_text, fifo, missing, plain)]
+    expected = segment_sha256(plain.read_bytes())
+    assert helper.digests(paths) == [
+        expected,
+        expected,  # the BOM is not hashed, as the manifest hashes it
+        segment_sha256(newline.read_bytes()),
+        None,  # the driver reads these itself and says why
+        None,
+        None,
+        expected,
+    ]
+    assert helper.digests([]) == []
+
+
+def test_a_helper_that_died_answers_nothing_from_then_on(
+    tmp_path: Path, helper: DigestHelper
+) -> None:
+    segment = tmp_path / "a.md"
+    segment.write_text("Alpha depends on Beta.\n")
+    assert helper.digests([str(segment)]) != [None]
+    child = helper._child
+    assert child is not None
+    child.kill()
+    child.wait()
+    assert helper.digests([str(segment), str(segment)]) == [None, None]
+    assert helper._child is None  # not asked again
+    helper.close()
