@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,7 +39,7 @@ def test_a_helper_is_worth_it_only_for_a_big_skippable_corpus_of_files() -> None
 
 
 @pytest.fixture
-def helper() -> DigestHelper:
+def helper() -> Iterator[DigestHelper]:
     started = DigestHelper.start()
     assert started is not None
     yield started
@@ -84,3 +87,20 @@ def test_a_helper_that_died_answers_nothing_from_then_on(
     assert helper.digests([str(segment), str(segment)]) == [None, None]
     assert helper._child is None  # not asked again
     helper.close()
+
+
+def test_a_garbled_reply_is_no_answer(tmp_path: Path) -> None:
+    # A child that answers two bytes that are no digest line, then waits for its input.
+    garbler = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.stdout.buffer.write(b'\\0\\0\\0\\2\\xff\\xfe');"
+            " sys.stdout.flush(); sys.stdin.buffer.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    helper = DigestHelper(garbler)
+    assert helper.digests([str(tmp_path / "a.md")]) == [None]
+    assert helper._child is None and garbler.poll() is not None  # stopped, not left running

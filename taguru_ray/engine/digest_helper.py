@@ -57,10 +57,10 @@ class DigestHelper:
     def start(cls) -> DigestHelper | None:
         """The child, importing this package from where the driver did; None when it
         cannot start (the driver then reads every segment itself)."""
-        # Where the driver found this package, last on the path: an installed one is
-        # found first as it was by the driver, a source tree the driver ran from after it.
         if not sys.executable:  # an embedded interpreter: nothing to start
             return None
+        # Where the driver found this package, last on the path: an installed one is
+        # found first as it was by the driver, a source tree the driver ran from after it.
         root = str(Path(__file__).resolve().parents[2])
         code = f"import sys; sys.path.append({root!r}); import {__name__} as h; h.main()"
         try:
@@ -86,9 +86,9 @@ class DigestHelper:
             try:
                 _send(child.stdin, b"\0".join(os.fsencode(path) for path in paths))
                 reply = _receive(child.stdout)
-            except (OSError, ValueError, struct.error):
-                reply = None
-            answers = reply.decode("ascii").split("\n") if reply is not None else []
+                answers = reply.decode("ascii").split("\n") if reply is not None else []
+            except (OSError, ValueError, struct.error):  # a dead child, a garbled reply
+                answers = []
             if len(answers) != len(paths):
                 self._stop()
                 return [None] * len(paths)
