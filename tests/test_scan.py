@@ -41,7 +41,7 @@ def test_under_redact_the_manifest_hash_is_the_masked_texts(tmp_path: Path) -> N
 def test_a_written_id_met_again_is_refused_however_the_ids_are_held(tmp_path: Path) -> None:
     """One folder writing its paths holds nothing; two arguments, or --source-id's
     stems, hold hashes and compare a repeated hash exactly (ADR 0042)."""
-    from taguru_ray.engine.scan import WrittenIds
+    from taguru_ray.engine.written_ids import WrittenIds
     from taguru_ray.store.inputs import expand
 
     docs = tmp_path / "docs"
@@ -66,7 +66,7 @@ def test_a_written_id_met_again_is_refused_however_the_ids_are_held(tmp_path: Pa
 
 
 def test_a_hash_collision_never_refuses_a_segment() -> None:
-    from taguru_ray.engine.scan import _IdTable
+    from taguru_ray.engine.written_ids import _IdTable
 
     ids = [f"id-{n}" for n in range(5000)]
     table = _IdTable(ids.__getitem__, 10)  # grows past its first size
@@ -88,7 +88,7 @@ def test_the_repeats_do_not_depend_on_the_order_segments_are_scanned_in(
 ) -> None:
     """Batches are scanned at once: the later of two segments with one id is the one
     refused, whichever is scanned first; one refused for its path writes no id."""
-    from taguru_ray.engine.scan import WrittenIds
+    from taguru_ray.engine.written_ids import WrittenIds
 
     ids = ["a", "b", "a", "c", "b", "a"]
     seen = WrittenIds(ids.__getitem__, len(ids))

@@ -41,7 +41,6 @@ from taguru_ray.engine.scan import (
     Console,
     Scanned,
     Tally,
-    WrittenIds,
     existing_contribution,
     existing_gaps,
     new_run_id,
@@ -53,6 +52,7 @@ from taguru_ray.engine.segment import FAILURE_PREFIX
 from taguru_ray.engine.spend import budget_of, money
 from taguru_ray.engine.watchdog import Watchdog
 from taguru_ray.engine.window import OrderedReport, SegmentWindow
+from taguru_ray.engine.written_ids import WrittenIds
 from taguru_ray.errors import EXIT_FAILED, EXIT_INTERRUPTED, StartupError, exit_code
 from taguru_ray.llm import preflight
 from taguru_ray.llm.client import ChatClient, open_session
