@@ -107,3 +107,46 @@ def test_an_unknown_setting_is_named_before_anything_runs(tmp_path: Path) -> Non
         taguru_ray.extract("docs", out=str(tmp_path / "o"), context=CONTEXT, modle="x")
     assert not (tmp_path / "o").exists()
     assert set(taguru_ray.__all__) >= {"extract", "RunResult", "SegmentResult"}
+
+
+def test_a_rerun_hashed_by_the_helper_process_writes_what_a_rerun_without_it_writes(
+    cli: Cli, endpoint: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from taguru_ray.engine import digest_helper
+
+    docs = corpus(tmp_path)
+    by_helper, by_driver = tmp_path / "helper", tmp_path / "driver"
+    for out in (by_helper, by_driver):
+        first = taguru_ray.extract(str(docs), out=str(out), context=CONTEXT, address=cli.address)
+        assert first.written == 2, first.lines
+    changed = docs / "03-sake-brewing.md"
+    changed.write_text(changed.read_text() + "\nKoji mold turns the rice starch into sugar.\n")
+
+    started: list[digest_helper.DigestHelper | None] = []
+    start = digest_helper.DigestHelper.start
+    monkeypatch.setattr(
+        digest_helper.DigestHelper,
+        "start",
+        classmethod(lambda cls: started.append(start()) or started[-1]),
+    )
+    answers: list[str | None] = []
+    digests = digest_helper.DigestHelper.digests
+    monkeypatch.setattr(
+        digest_helper.DigestHelper,
+        "digests",
+        lambda self, paths: answers.extend(digests(self, paths)) or answers[-len(paths) :],
+    )
+    monkeypatch.setattr(digest_helper, "HELPER_FROM", 1)  # two segments are "many" here
+    with_helper = taguru_ray.extract(str(docs), out=str(by_helper), context=CONTEXT,
+                                     address=cli.address)  # fmt: skip
+    helper = started[0] if len(started) == 1 else None
+    assert helper is not None and helper._child is None  # started, and ended with the run
+    assert len(answers) == 2 and all(answers)  # the child hashed both segments
+    monkeypatch.setattr(digest_helper, "HELPER_FROM", 10**9)
+    without = taguru_ray.extract(str(docs), out=str(by_driver), context=CONTEXT,
+                                 address=cli.address)  # fmt: skip
+    assert len(started) == 1
+    for result in (with_helper, without):
+        assert outcome(result) == [("01-ray-overview.md", "unchanged"),
+                                   ("03-sake-brewing.md", "written")]  # fmt: skip
+    assert files(by_helper) == files(by_driver)
