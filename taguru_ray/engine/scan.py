@@ -120,9 +120,9 @@ class Tally:
 
 @dataclass(slots=True)
 class Scanned:
-    """A segment after the driver read and hashed it (or only looked up the hash the helper
-    process found: `unread`). Never changed once made; not frozen
-    only because a frozen dataclass costs a microsecond more to build, a second a million."""
+    """A segment after the driver read and hashed it, or built its entry from the hash the
+    helper process found (`unread`). Never changed once made; not frozen only because a
+    frozen dataclass costs a microsecond more to build, a second a million."""
 
     index: int
     source: str
