@@ -101,7 +101,9 @@ def random_corpus(seed: int, docs: Path) -> list[dict[str, Any]]:
 
 
 # W ∈ {1, 3, 8, 64} × --parallel ∈ {1, 4} × workers ∈ {1, 3}, pairwise: every pair of
-# values of any two knobs meets in some run (8 runs where the full product takes 16).
+# values of any two knobs meets in some run (8 runs where the full product takes 16); then
+# the default window (""), which follows the in-flight ceiling (ADR 0047), and a window
+# following --max-inflight 5 ("i5").
 PAIRWISE = (
     ("1", "1", "1"),
     ("1", "4", "3"),
@@ -111,6 +113,8 @@ PAIRWISE = (
     ("8", "4", "3"),
     ("64", "1", "3"),
     ("64", "4", "1"),
+    ("", "1", "3"),
+    ("i5", "4", "1"),
 )
 
 
@@ -119,7 +123,16 @@ def source_files(out: Path) -> dict[str, bytes]:
 
 
 # Every value of each knob at least once: the second corpus's cheaper check.
-COVERING = (("1", "1", "1"), ("3", "4", "3"), ("8", "1", "3"), ("64", "4", "1"))
+COVERING = (("1", "1", "1"), ("3", "4", "3"), ("8", "1", "3"), ("64", "4", "1"), ("", "4", "3"))
+
+
+def window_flags(window: str) -> list[str]:
+    """A design's window: W pinned, the default (""), or following --max-inflight ("iN")."""
+    if not window:
+        return []
+    if window.startswith("i"):
+        return ["--max-inflight", window[1:]]
+    return ["--segment-window", window]
 
 
 @pytest.mark.parametrize(("seed", "design"), [(7, PAIRWISE), (11, COVERING)])
@@ -142,8 +155,7 @@ def test_source_files_are_the_same_bytes_for_every_window_parallelism_and_worker
             "512",
             "--carryover",
             "0",
-            "--segment-window",
-            window,
+            *window_flags(window),
             "--parallel",
             parallel,
             "--workers",

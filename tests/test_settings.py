@@ -46,6 +46,25 @@ def test_defaults_follow_the_seed() -> None:
     assert s.records.trace_attempts is True and s.prompt.carryover == 32  # seed 002's default
 
 
+def test_the_default_window_follows_the_inflight_ceiling() -> None:
+    """ADR 0047: unpinned, W is the in-flight ceiling, so a default run can fill it."""
+    s = settings()
+    assert (s.transport.max_inflight, s.inflight_ceiling, s.window) == ("auto", 256, 256)
+    assert settings("--max-inflight", "64").window == 64
+    assert settings("--max-inflight", "64", "--segment-window", "8").window == 8
+    assert settings("--segment-window", "1").window == 1  # the reference's hand-off
+    two = settings("--endpoint", "http://127.0.0.1:9/v1", "--endpoint", "http://127.0.0.1:8/v1")
+    assert (two.inflight_ceiling, two.window) == (512, 512)
+    assert settings(env={"TAGURU_RAY_SEGMENT_WINDOW": "4"}).window == 4
+
+
+def test_the_window_is_no_compute_input() -> None:
+    """A rerun at another window (the new default among them) skips what is unchanged."""
+    narrow = compute_inputs(settings("--segment-window", "8"), NONE, "ab" * 32, None, "a.jsonl")
+    wide = compute_inputs(settings(), NONE, "ab" * 32, None, "a.jsonl")
+    assert narrow == wide
+
+
 def test_flag_beats_environment_beats_config(tmp_path: Path) -> None:
     config = tmp_path / "extract.env"
     config.write_text(

@@ -56,7 +56,7 @@ class TaskFlags:
     address: str | None = None
     workers: int | None = None
     worker_resource: str | None = None
-    segment_window: int | None = None  # segments in flight: a fast endpoint needs more than 8
+    segment_window: int | None = None  # unset: extract's own, the in-flight ceiling
 
 
 def extract_variables() -> frozenset[str]:

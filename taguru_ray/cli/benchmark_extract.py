@@ -114,7 +114,7 @@ def parser() -> OneLineParser:
         "--segment-window",
         type=_int(1),
         metavar="W",
-        help="segments in flight per cell (extract's default 8 caps a fast endpoint)",
+        help="segments in flight per cell (default: extract's, the in-flight ceiling)",
     )
     return p
 

@@ -111,7 +111,7 @@ class ExtractRun:
         self.segments: dict[int, SegmentRow] = {}
         self.unchanged = bytearray(len(sources))
         self.stats: dict[str, Any] = {}
-        self.window = SegmentWindow(settings.scale.segment_window, self._existing_contribution)
+        self.window = SegmentWindow(settings.window, self._existing_contribution)
         self.progress = Progress(
             mode_for(settings.records.progress, sys.stderr),
             len(sources),
@@ -190,6 +190,7 @@ class ExtractRun:
             tariff=self.tariff,
             budget=budget_of(settings),
             blame=Blame.of(settings.transport),
+            ceiling=settings.inflight_ceiling,
         )
         self.meter = SegmentMeter(self.run_id, settings.transport.model, self.tally.total)
         self.ledger = Ledger.options(**here("ledger")).remote(

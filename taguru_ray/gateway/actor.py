@@ -22,6 +22,7 @@ import ray
 from taguru_ray import heap
 from taguru_ray.errors import EXIT_FAILED, EXIT_INTERRUPTED
 from taguru_ray.gateway.fail_fast import FatalStreak
+from taguru_ray.gateway.limits import CEILING
 from taguru_ray.gateway.numbering import AttemptNumbers
 from taguru_ray.gateway.pool import Lease, PermitPool, Stopped
 from taguru_ray.gateway.wire import Grant, KeptOutcome, Outcome, Word
@@ -49,12 +50,20 @@ class Gateway:
         tariff: Tariff | None = None,
         budget: Budget | None = None,
         blame: Blame | None = None,
+        ceiling: int = CEILING,
     ) -> None:
         """`run_id` and `model` label its metrics; `tariff`, when it knows a price, counts
         `taguru_ray_cost_usd`; `budget` stops the run before a request would cross it
-        (`pool`); `blame`, when given, turns on fail-fast (`_judge`)."""
+        (`pool`); `blame`, when given, turns on fail-fast (`_judge`); `ceiling` is the
+        most `auto` climbs to (ADR 0047)."""
         self._pool = PermitPool(
-            urls, limit, rpm, tpm, budget=budget or Budget(), tariff=tariff or Tariff()
+            urls,
+            limit,
+            rpm,
+            tpm,
+            budget=budget or Budget(),
+            tariff=tariff or Tariff(),
+            ceiling=ceiling,
         )
         self._urls = urls
         self._blame = blame

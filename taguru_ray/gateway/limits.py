@@ -36,9 +36,9 @@ import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
-START = 32  # where a run without --max-inflight sits: every server takes that many
+START = 32  # where `auto` (the default) starts: every server takes that many
 FLOOR = 1
-CEILING = 4096
+CEILING = 4096  # the most a caller may allow (`ceiling`): a run's is its settings' (ADR 0047)
 SLOW_START_EXIT = 1.1  # doubling stops once a window's median rises this far
 HICCUP = 1.3  # a lone window this far above the best is client-side noise, once
 STEP = 0.5  # a probe up asks this much more; a probe down, 1 / (1 + STEP) of the level
@@ -55,6 +55,7 @@ UP, DOWN = 1, -1
 @dataclass
 class AdaptiveLimit:
     limit: int = START
+    ceiling: int = CEILING  # the run's in-flight ceiling: --max-inflight auto's, per endpoint
     baseline: float | None = None  # the best window median seen: the unloaded latency
     slow_start: bool = True
     held: int | None = None  # the level probes are judged against, once probing
@@ -70,6 +71,10 @@ class AdaptiveLimit:
     _last: float = 0.0
     _peak: int = 0  # the most in flight during the window
     _held_sum: int = 0  # in flight, summed over the window's completions
+
+    def __post_init__(self) -> None:
+        self.ceiling = min(max(self.ceiling, FLOOR), CEILING)
+        self.limit = min(self.limit, self.ceiling)  # a ceiling under START starts there
 
     def observe(self, latency: float, outcome: str, in_flight: int, now: float) -> None:
         """One finished request: its latency, outcome, the in-flight level it saw, and
@@ -130,7 +135,7 @@ class AdaptiveLimit:
             self._commit(self.limit, median, then=DOWN if rise > QUEUED else UP, holds=0)
             return
         if binding:
-            self._set(min(CEILING, self.limit * 2), median, None, settle=False)
+            self._set(min(self.ceiling, self.limit * 2), median, None, settle=False)
             return
         if self.changes:
             # The run no longer fills what slow start offers (a CPU-bound client, a
@@ -170,7 +175,7 @@ class AdaptiveLimit:
         """Try the next level the way `next_probe` points, from the held one."""
         step = max(1, round(self.limit * STEP))
         trial = self.limit + step if self.next_probe == UP else round(self.limit / (1 + STEP))
-        trial = min(CEILING, max(FLOOR, trial))
+        trial = min(self.ceiling, max(FLOOR, trial))
         if trial == self.limit:  # at the floor or the ceiling: the other way next time
             self.next_probe, self._holds = -self.next_probe, HOLD_WINDOWS
             return

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taguru_ray.gateway.allowance import Allowance
-from taguru_ray.gateway.limits import AdaptiveLimit
+from taguru_ray.gateway.limits import CEILING, AdaptiveLimit
 from taguru_ray.gateway.wire import Waiter
 from taguru_ray.llm.client import Usage
 from taguru_ray.llm.retry import BACKOFF_CEILING_SECONDS
@@ -90,6 +90,7 @@ class PermitPool:
     window: float = WINDOW_SECONDS  # the sliding window of --rpm/--tpm
     budget: Budget = field(default_factory=Budget)
     tariff: Tariff = field(default_factory=Tariff)
+    ceiling: int = CEILING  # the most `auto` may climb to: the run's in-flight ceiling
     halted: str | None = None  # why the pool stopped the run itself (the budget)
     endpoints: list[Endpoint] = field(init=False)
     adaptive: AdaptiveLimit | None = field(init=False)
@@ -117,7 +118,7 @@ class PermitPool:
 
     def __post_init__(self) -> None:
         self.endpoints = [Endpoint(url) for url in self.urls]
-        self.adaptive = AdaptiveLimit() if self.limit is None else None
+        self.adaptive = AdaptiveLimit(ceiling=self.ceiling) if self.limit is None else None
 
     @property
     def current_limit(self) -> int:

@@ -34,6 +34,10 @@ DEFAULT_LEASE_SECONDS = 60.0
 # unset): far above a normal answer, so only a runaway one is cut — it would otherwise
 # be paid for again as input on every corrective turn.
 DEFAULT_CORRECTIVE_CONTEXT_BYTES = 256 * 1024
+# `--max-inflight auto` climbs to at most this many completions per endpoint: one GPU
+# server (vLLM on an H200) serves 64-256 sequences at once (ADR 0047). Unpinned, the
+# segment window follows the in-flight ceiling, so the default run can fill it.
+AUTO_CEILING_PER_ENDPOINT = 256
 
 
 class Source(Group):
@@ -291,9 +295,10 @@ class Transport(Group):
     max_inflight: Annotated[
         int | str,
         Knob("completions in flight across the run; auto climbs while completions per second rise "
-             "and holds where they stop", flag="--max-inflight", env="TAGURU_RAY_MAX_INFLIGHT",
-             metavar="N|auto", parse=values.inflight),
-    ] = 32
+             f"and holds where they stop, at most {AUTO_CEILING_PER_ENDPOINT} per endpoint",
+             flag="--max-inflight", env="TAGURU_RAY_MAX_INFLIGHT", metavar="N|auto",
+             parse=values.inflight),
+    ] = "auto"
     rpm: Annotated[
         int,
         Knob("a ceiling of requests per sliding minute", flag="--rpm", env="TAGURU_RAY_RPM",
@@ -328,11 +333,13 @@ class Scale(Group):
              flag="--worker-resource", env="TAGURU_RAY_WORKER_RESOURCE", metavar="NAME"),
     ] = None
     segment_window: Annotated[
-        int,
+        int | None,
         Knob("segment i's prompt offers the labels of segments 0..i-W; up to W segments extract at "
-             "once (1 = sequential)", flag="--segment-window", env="TAGURU_RAY_SEGMENT_WINDOW",
-             metavar="W", parse=values.int_at_least(1)),
-    ] = 8
+             "once (1 = sequential; unset: the in-flight ceiling, N for --max-inflight N, "
+             f"{AUTO_CEILING_PER_ENDPOINT} per endpoint under auto)", flag="--segment-window",
+             env="TAGURU_RAY_SEGMENT_WINDOW", metavar="W", parse=values.int_at_least(1),
+             shown="the in-flight ceiling"),
+    ] = None
     parallel: Annotated[
         int,
         Knob("chunk completions at once within a segment (with --carryover 0)", flag="--parallel",

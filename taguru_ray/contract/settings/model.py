@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from taguru_ray.contract.settings.groups import (
+    AUTO_CEILING_PER_ENDPOINT,
     GROUPS,
     Ladder,
     Prompting,
@@ -57,6 +58,23 @@ class Settings(BaseModel):
             else:
                 top[name] = value
         return cls.model_validate({**{k: body for k, body in grouped.items() if body}, **top})
+
+    @property
+    def inflight_ceiling(self) -> int:
+        """The most completions the run may keep in flight: --max-inflight N, or the
+        ceiling `auto` climbs to (per endpoint)."""
+        limit = self.transport.max_inflight
+        if isinstance(limit, int):
+            return limit
+        return AUTO_CEILING_PER_ENDPOINT * max(len(self.transport.endpoints), 1)
+
+    @property
+    def window(self) -> int:
+        """The segment window W (SPEC 4.2): --segment-window, else the in-flight ceiling,
+        so a default run can keep every permit busy (ADR 0047). Derived from the settings
+        alone: the same answers write the same bytes at every W."""
+        pinned = self.scale.segment_window
+        return pinned if pinned is not None else self.inflight_ceiling
 
     def replay_dir(self) -> str:
         """Where replay reads the attempts log: --replay-from, else OUT/.extract-trace."""
