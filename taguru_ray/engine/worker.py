@@ -28,6 +28,7 @@ from taguru_ray.contract.completion import Completion, CompletionRequest
 from taguru_ray.contract.names import attempts_name
 from taguru_ray.contract.records import Record
 from taguru_ray.contract.records.sidecar import RunRecord
+from taguru_ray.cpu import own_cpu
 from taguru_ray.engine.batches import Outbox, failed_outcome
 from taguru_ray.engine.commits import CommitBatches
 from taguru_ray.engine.ports import Complete, Model
@@ -113,6 +114,10 @@ class SegmentWorker:
 
     async def pid(self) -> int:
         return os.getpid()
+
+    async def cpu(self) -> tuple[str, int, float]:
+        """This process's host, cores and CPU seconds (`cpu.own_cpu`, ADR 0048)."""
+        return own_cpu()
 
     async def halt(self) -> None:
         """The run stops: no request of this worker starts on a kept permit any more."""
@@ -296,6 +301,9 @@ class DiagnosticsWriter:
         os.environ.update(storage_env)  # the sidecar may live on the same object store
         self._sidecar = Sidecar(path)
         self._sidecar.write([RunRecord(run_id=run_id).record()])
+
+    def cpu(self) -> tuple[str, int, float]:
+        return own_cpu()
 
     def write(self, records: list[Record]) -> None:
         self._sidecar.write(records)

@@ -20,6 +20,7 @@ from typing import Any
 import ray
 
 from taguru_ray import heap
+from taguru_ray.cpu import own_cpu
 from taguru_ray.errors import EXIT_FAILED, EXIT_INTERRUPTED
 from taguru_ray.gateway.fail_fast import FatalStreak
 from taguru_ray.gateway.limits import CEILING
@@ -227,6 +228,15 @@ class Gateway:
 
     async def stats(self) -> dict[str, Any]:
         return {**self._pool.stats(), "attempts": self._numbers.issued}
+
+    async def pace(self) -> dict[str, Any]:
+        """The pool's pace since the run began (`pace.Pace.take`), the limit now and
+        this process's CPU: what the driver samples each tick (ADR 0048)."""
+        return {
+            **self._pool.pace.take(self._pool.clock()),
+            "limit": self._pool.current_limit,
+            "cpu": own_cpu(),
+        }
 
     async def rung(self) -> str | None:
         return self._rung.rung if self._rung else None

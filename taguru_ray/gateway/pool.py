@@ -36,6 +36,7 @@ from typing import Any
 
 from taguru_ray.gateway.allowance import Allowance
 from taguru_ray.gateway.limits import CEILING, AdaptiveLimit
+from taguru_ray.gateway.pace import Pace
 from taguru_ray.gateway.wire import Waiter
 from taguru_ray.llm.client import Usage
 from taguru_ray.llm.retry import BACKOFF_CEILING_SECONDS
@@ -62,6 +63,7 @@ class Endpoint:
     completions: int = 0
     issued: int = 0  # requests granted to it, ever: which ones a quota report has not seen
     quota: Allowance | None = None  # its headers' word, while its window lasts
+    quota_holds: float = 0.0  # its quota, spent, holds requests back until then
 
     def ready(self, now: float) -> bool:
         return now >= self.paused_until and now >= self.rested_until
@@ -94,6 +96,7 @@ class PermitPool:
     halted: str | None = None  # why the pool stopped the run itself (the budget)
     endpoints: list[Endpoint] = field(init=False)
     adaptive: AdaptiveLimit | None = field(init=False)
+    pace: Pace = field(init=False)  # on the wire and waiting, over time (ADR 0048)
     in_flight: int = 0
     max_in_flight: int = 0
     stopped: bool = False
@@ -119,6 +122,7 @@ class PermitPool:
     def __post_init__(self) -> None:
         self.endpoints = [Endpoint(url) for url in self.urls]
         self.adaptive = AdaptiveLimit(ceiling=self.ceiling) if self.limit is None else None
+        self.pace = Pace(self.clock())
 
     @property
     def current_limit(self) -> int:
@@ -166,31 +170,41 @@ class PermitPool:
     def _dispatch(self) -> None:
         """Grant free permits to the waiters first in line, while the limit, the
         endpoints' pauses and the rate windows allow; arm a timer for when a pause
-        or a rate window next opens."""
+        or a rate window next opens. The pace notes what is on the wire now, and
+        why the rest wait."""
+        waiting = self._grant_in_turn()
+        self.pace.mark(self.clock(), self._on_wire(), waiting)
+
+    def _grant_in_turn(self) -> str | None:
+        """`_dispatch`'s grants; what holds the waiters left (`pace.WAITS`), if any."""
         while self._queue:
             head = self._queue[0]
             if head.future.done():  # cancelled while waiting
                 heapq.heappop(self._queue)
                 continue
             if self.in_flight >= self.current_limit:
-                return  # the next release dispatches again
+                return "limit"  # the next release dispatches again
             now = self.clock()
             self._slide(now)
             index = self._pick(now, head.tokens)
             wait = self._wait_for(now, head.tokens)
             if index is None or wait > 0:
+                held = "rate" if wait > 0 else "pause"
                 if index is None:  # every endpoint paused or rested
                     wait = max(wait, min(e.opens_at() for e in self.endpoints) - now)
+                    if all(e.quota_holds >= e.opens_at() for e in self.endpoints):
+                        held = "rate"  # a provider's quota, not a 429, paused them
                 self._arm(max(wait, 0.001))
-                return
+                return held
             if self.budget.set:
                 why = self._over_budget(head.tokens, now)
                 if why is not None:
                     self.halted = why
                     self._stop_now()
-                    return
+                    return None
             heapq.heappop(self._queue)
             head.future.set_result(self._grant(index, head.worker, head.tokens, now))
+        return None
 
     def _over_budget(self, tokens: int, now: float) -> str | None:
         began = now if self._began is None else self._began
@@ -241,6 +255,7 @@ class PermitPool:
                 ends = quota.exhausted(tokens)
                 if ends is not None:
                     endpoint.paused_until = max(endpoint.paused_until, ends)
+                    endpoint.quota_holds = max(endpoint.quota_holds, ends)
         return endpoint.ready(now)
 
     def _wait_for(self, now: float, tokens: int) -> float:
@@ -337,6 +352,7 @@ class PermitPool:
             self._idle[worker] = count
         else:
             self._idle.pop(worker, None)
+        self.pace.mark(self.clock(), self._on_wire(), self.pace.waiting)
 
     def keep(self, worker: str) -> int:
         """How many permits `worker` may keep for its next requests without asking.
@@ -397,6 +413,7 @@ class PermitPool:
         """What a finished request tells the pool: counts, endpoint health, the limit."""
         endpoint = self.endpoints[index]
         self.outcomes[usage.outcome] += 1
+        self.pace.finished(usage.latency_seconds, usage.outcome)
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
         if usage.outcome == "ok" and usage.input_tokens + usage.output_tokens:
@@ -474,6 +491,7 @@ class PermitPool:
 
     def _stop_now(self) -> None:
         self.stopped = True
+        self.pace.mark(self.clock(), self._on_wire(), None)
         queue, self._queue = self._queue, []
         for waiter in queue:
             if not waiter.future.done():
