@@ -126,7 +126,36 @@ class Count:
         return self.n
 
 
-MetricValue = Distribution | Ratio | Count
+@dataclass(frozen=True)
+class Tally:
+    """How many of ``n`` items fell under each word, words in name order (a run's bound,
+    say): ``{word: count}``, one CSV row per word."""
+
+    counts: tuple[tuple[str, int], ...]
+
+    statistic = "tally"
+
+    @classmethod
+    def of(cls, words: Iterable[str | None]) -> Tally:
+        """Count the words given; a missing one (None) counts under none."""
+        found: dict[str, int] = {}
+        for word in words:
+            if word is not None:
+                found[word] = found.get(word, 0) + 1
+        return cls(tuple(sorted(found.items())))
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.counts)
+
+    def rows(self) -> list[tuple[str, Scalar]]:
+        return list(self.counts)
+
+    @property
+    def sample_size(self) -> int:
+        return sum(count for _, count in self.counts)
+
+
+MetricValue = Distribution | Ratio | Count | Tally
 MetricsMap = dict[str, MetricValue]
 
 

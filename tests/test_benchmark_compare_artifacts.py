@@ -212,8 +212,8 @@ def test_measurements_json_layout(tmp_path: Path) -> None:
     }
     assert document["inputs"] == {"runs": ["runs/m.run01.jsonl"], "cells": "cells/"}
     cell = document["cells"]["m.run01"]
-    assert list(cell)[:2] == ["model_id", "run_index"]
-    assert list(cell)[2:] == sorted(list(cell)[2:])
+    assert list(cell)[:3] == ["model_id", "run_index", "bound"]  # the word (ADR 0048)
+    assert list(cell)[3:] == sorted(list(cell)[3:])
     definition = document["definitions"]["latency.attempt_seconds"]
     assert list(definition) == ["unit", "statistic", "scopes", "description", "source", "caveat"]
 
@@ -326,3 +326,33 @@ def test_cli_with_text_refusal_writes_nothing(
     assert main([str(tmp_path), "--with-text"]) == 1
     assert "corpus/brewery.md" in capsys.readouterr().err
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(("measurements", "differ"))]
+
+
+def test_each_cell_says_what_bounded_it_and_scopes_tally_the_words(tmp_path: Path) -> None:
+    """ADR 0048: a plain word per cell in the JSON, a Tally per scope, a CSV row a word."""
+    results = saturated(tmp_path)
+    results.cells[0]["saturation"] = SATURATION | {"bound": "endpoint", "client_cpu_share": 0.2}
+    results.cells[1]["saturation"] = SATURATION | {"bound": "window", "client_cpu_share": 0.9}
+    computed = results.compute()
+    m = computed.measurements
+    document = m.to_json()
+    assert document["cells"]["m.run01"]["bound"] == "endpoint"
+    assert document["cells"]["n.run01"]["bound"] is None  # no saturation block: unsaid
+    assert document["models"]["m"]["saturation.bound"] == {"endpoint": 1, "window": 1}
+    assert document["gpus"]["L4"]["saturation.bound"] == {"endpoint": 1, "window": 1}
+    assert m.models["m"]["saturation.client_cpu_share"].to_json()["max"] == 0.9
+    assert document["definitions"]["saturation.bound"]["statistic"] == "tally"
+    rows = [r for r in _csv_rows(render_csv(m)) if r[4] == "saturation.bound"]
+    assert ["model", "m", "", "", "saturation.bound", "window", "1", "cell", "2"] in rows
+
+
+def test_compare_names_the_cells_the_client_held_in_one_line(tmp_path: Path) -> None:
+    results = saturated(tmp_path)
+    results.cells[1]["saturation"] = SATURATION | {"bound": "client"}
+    warned: list[str] = []
+    results.compute(warn=warned.append)
+    held = [line for line in warned if "held by the client" in line]
+    assert held == [
+        "WARNING: 1 cell(s) were held by the client, not the endpoint: m.run02 (client) — "
+        "their throughput measures taguru-ray's side, not the GPU (hollow on the figure)"
+    ]

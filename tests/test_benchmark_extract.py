@@ -330,6 +330,18 @@ def test_saturation_is_measured_over_the_steady_state() -> None:
     # 4 GPUs × 2 USD × 1 h = 8 USD: per 1000 segments of 50, per 1M of 4000 output tokens.
     assert block["cost_per_1k_segments"] == pytest.approx(160.0)
     assert block["cost_per_1m_output_tokens"] == pytest.approx(2000.0)
+    assert block["bound"] is None and block["inflight_observed_mean"] is None
+    steady = {
+        **gateway,
+        **{"inflight_mean": 11.5, "inflight_peak": 12, "bound": "endpoint"},
+        **{"bound_why": "auto held 12", "client_cpu_share": 0.1, "host_cpu_busy": 0.3},
+    }
+    seen_block = saturation(seen, steady, wall_seconds=1, segments_written=1, price=None) or {}
+    assert (seen_block["inflight_observed_mean"], seen_block["inflight_observed_peak"]) == (
+        11.5,
+        12,
+    )
+    assert (seen_block["bound"], seen_block["client_cpu_share"]) == ("endpoint", 0.1)
     assert saturation([], None, wall_seconds=1, segments_written=0, price=None) is None
     few = saturation(seen[:3], None, wall_seconds=1, segments_written=0, price=None)
     assert few is not None and few["cost_per_1k_segments"] is None and few["http_429"] == 0

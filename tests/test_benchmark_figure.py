@@ -150,3 +150,18 @@ def test_measurements_without_saturation_figures_still_draw(
     width, height = png_size(path.read_bytes())
     assert width > 100 and height > 100
     assert texts(measurements).count("no data") == 3
+
+
+def test_a_cell_the_client_held_is_hollow() -> None:
+    """ADR 0048: a window- or CPU-bound cell never looks like the GPU's throughput."""
+    held = {**MEASUREMENTS, "cells": dict(MEASUREMENTS["cells"])}
+    held["cells"]["qwen-7b-a100.run02"] = {**held["cells"]["qwen-7b-a100.run02"], "bound": "window"}
+    held["cells"]["qwen-7b-a100.run01"] = {
+        **held["cells"]["qwen-7b-a100.run01"],
+        "bound": "endpoint",
+    }
+    axes = figure(held).axes[0]
+    faces = [tuple(f) for c in axes.collections for f in c.get_facecolors()]
+    assert sum(1 for f in faces if f[3] == 0) == 1  # one point without a fill
+    assert "hollow: held by the client" in texts(held)
+    assert "hollow: held by the client" not in texts(MEASUREMENTS)

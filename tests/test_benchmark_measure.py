@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from taguru_ray.measure import Count, Distribution, count, nearest_rank, ratio
+from taguru_ray.measure import Count, Distribution, Tally, count, nearest_rank, ratio
 
 
 def test_nearest_rank_of_one_sample_is_that_sample() -> None:
@@ -61,3 +61,10 @@ def test_csv_rows_follow_the_shape_order() -> None:
     ]  # fmt: skip
     assert [s for s, _ in ratio(1, 2).rows()] == ["value", "n", "numerator"]
     assert [s for s, _ in count(1, 1).rows()] == ["value", "n"]
+
+
+def test_a_tally_counts_words_in_name_order() -> None:
+    tally = Tally.of(["window", "endpoint", None, "window"])
+    assert tally.to_json() == {"endpoint": 1, "window": 2}
+    assert tally.rows() == [("endpoint", 1), ("window", 2)] and tally.sample_size == 3
+    assert Tally.of([]).to_json() == {} and Tally.of([]).sample_size == 0

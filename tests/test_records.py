@@ -303,7 +303,8 @@ CASES: list[tuple[type[Typed], str, dict[str, Any]]] = [
     (
         sidecar.GatewayRecord,
         "type run_id completions requests outcomes inflight_limit inflight_adaptive "
-        "max_in_flight input_tokens output_tokens",
+        "max_in_flight input_tokens output_tokens window inflight_mean inflight_peak bound "
+        "bound_why client_cpu_share host_cpu_busy",
         dict(
             run_id="r",
             completions=3,
@@ -314,6 +315,13 @@ CASES: list[tuple[type[Typed], str, dict[str, Any]]] = [
             max_in_flight=8,
             input_tokens=10,
             output_tokens=20,
+            window=8,
+            inflight_mean=7.5,
+            inflight_peak=8,
+            bound="endpoint",
+            bound_why="auto held 8 in flight, where completions per second stopped rising",
+            client_cpu_share=0.12,
+            host_cpu_busy=0.4,
         ),
     ),
     (

@@ -5,7 +5,9 @@ Three panels side by side, drawn from `measurements.json` as it is:
 - **throughput against latency**, one point per cell: x = the cell's
   `saturation.latency_p50_seconds` (its p50), y = its
   `saturation.completions_per_second` (p50), annotated with the model id; one
-  marker shape per GPU label, named in the legend;
+  marker shape per GPU label, named in the legend; a cell whose `bound` is on the
+  client's side (CPU, window, limit, corpus: ADR 0048) is drawn hollow — its
+  throughput measures taguru-ray, not the GPU;
 - **volume**: `run.associations_total` (p50 over the model's runs), one bar per
   model;
 - **stability**: `stability.run_pair_jaccard` (p50 over the model's run pairs),
@@ -39,6 +41,8 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+
+from taguru_ray.engine.bound import CLIENT_BOUNDS
 
 LATENCY = "saturation.latency_p50_seconds"
 THROUGHPUT = "saturation.completions_per_second"
@@ -122,6 +126,7 @@ def _throughput_panel(
     axes.set_xlabel("latency p50 (s)")
     axes.set_ylabel("completions / s")
     points: dict[str, list[tuple[float, float]]] = {}
+    held: dict[str, list[bool]] = {}  # per point: the client, not the endpoint, held it
     missing = 0
     for cell_id in sorted(cells):
         cell = _mapping(cells[cell_id])
@@ -129,7 +134,9 @@ def _throughput_panel(
         if x is None or y is None:
             missing += 1
             continue
-        points.setdefault(str(cell.get("model_id", cell_id)), []).append((x, y))
+        model = str(cell.get("model_id", cell_id))
+        points.setdefault(model, []).append((x, y))
+        held.setdefault(model, []).append(cell.get("bound") in CLIENT_BOUNDS)
     if missing:
         _note(axes, f"{missing} cell(s) without saturation figures are not shown")
     if not points:
@@ -141,7 +148,12 @@ def _throughput_panel(
     marker = {label: MARKERS[i % len(MARKERS)] for i, label in enumerate(labels)}
     for i, model in enumerate(sorted(points)):
         xs, ys = zip(*points[model], strict=True)
-        axes.scatter(xs, ys, marker=marker[gpu_label[model]], color=f"C{i % 10}", s=48)
+        colour = f"C{i % 10}"
+        # A cell the client held is hollow: its throughput is taguru-ray's, not the GPU's.
+        faces = ["none" if hollow else colour for hollow in held[model]]
+        axes.scatter(
+            xs, ys, marker=marker[gpu_label[model]], facecolors=faces, edgecolors=colour, s=48
+        )
         axes.annotate(
             model, points[model][0], xytext=(5, 5), textcoords="offset points", fontsize=8
         )
@@ -149,6 +161,18 @@ def _throughput_panel(
         Line2D([], [], linestyle="none", marker=marker[label], color="0.35", label=label)
         for label in labels
     ]
+    if any(any(flags) for flags in held.values()):
+        legend.append(
+            Line2D(
+                [],
+                [],
+                linestyle="none",
+                marker="o",
+                markerfacecolor="none",
+                color="0.35",
+                label="hollow: held by the client",
+            )
+        )
     axes.legend(handles=legend, title="GPU", fontsize=8, title_fontsize=8, loc="best")
     top_x = max(x for xy in points.values() for x, _ in xy)
     top_y = max(y for xy in points.values() for _, y in xy)

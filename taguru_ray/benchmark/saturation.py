@@ -79,6 +79,13 @@ def saturation(
         "latency_seconds": {f"p{p}": nearest_rank(latencies, p) for p in (50, 90, 99)},
         "inflight_settled": gateway.get("inflight_limit"),
         "inflight_adaptive": bool(gateway.get("inflight_adaptive", False)),
+        # What the cell's steady state kept on the wire, and what held it (ADR 0048).
+        "inflight_observed_mean": gateway.get("inflight_mean"),
+        "inflight_observed_peak": gateway.get("inflight_peak"),
+        "bound": gateway.get("bound"),
+        "bound_why": gateway.get("bound_why"),
+        "client_cpu_share": gateway.get("client_cpu_share"),
+        "host_cpu_busy": gateway.get("host_cpu_busy"),
         "http_429": int(outcomes.get("http_429", 0)),
         # Requests beyond the completions: transport retries and 429 resends.
         "retries": max(requests - int(gateway.get("completions") or len(seen)), 0),

@@ -32,6 +32,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 BOUNDS = ("budget", "endpoint", "rate", "client", "window", "limit", "corpus")
+# Bounds on the client's side: taguru-ray's CPU, window, in-flight limit or the corpus held
+# the run, so its throughput measures the client, not the endpoint or its GPU.
+CLIENT_BOUNDS = frozenset({"client", "window", "limit", "corpus"})
 STEADY_LOW, STEADY_HIGH = 0.10, 0.90  # the steady state: completions between these shares
 THROTTLED = 0.01  # this share of requests answered 429/503 or timed out: the endpoint's say
 WAITED = 0.2  # requests waited for a permit this share of the span: that cap was reached

@@ -24,7 +24,11 @@ import fsspec
 
 from taguru_ray.benchmark.compare.differences import differences_text
 from taguru_ray.benchmark.compare.load import Loaded, load_results
-from taguru_ray.benchmark.compare.manifest import CompareError, rung_drift_warnings
+from taguru_ray.benchmark.compare.manifest import (
+    CompareError,
+    client_bound_warning,
+    rung_drift_warnings,
+)
 from taguru_ray.benchmark.compare.measurements import Measurements, build_measurements
 from taguru_ray.benchmark.compare.serde import dumps_pretty
 from taguru_ray.benchmark.compare.table import render_csv, render_parquet
@@ -116,6 +120,9 @@ def compute(
     loaded = load_results(fs, root, warn)
     for warning in rung_drift_warnings(loaded.manifest):
         warn(warning)
+    held = client_bound_warning(loaded.manifest)
+    if held is not None:
+        warn(held)
     measurements = build_measurements(loaded, generated_at or _results_time(loaded))
     differences = differences_text(loaded, with_text, warn)
     return Computed(loaded, measurements, differences)

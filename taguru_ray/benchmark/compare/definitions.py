@@ -296,6 +296,15 @@ def _saturation() -> dict[str, Definition]:
             "The in-flight limit the cell settled on.",
             "With a fixed max_inflight this is that number; with auto, the adaptive limit's "
             "settled value."),
+        "saturation.inflight_observed_mean": ("request",
+            "Requests on the wire, on average over the steady state.",
+            "What the run reached, beside the limit it settled on (ADR 0048)."),
+        "saturation.inflight_observed_peak": ("request",
+            "The most requests on the wire at once in the steady state.", STEADY),
+        "saturation.client_cpu_share": ("share",
+            "CPU taguru-ray's own processes used over the steady state, as a share of the "
+            "cores they had.",
+            "Near 1 the client, not the endpoint, held the cell (bound: client)."),
         "saturation.http_429": ("response", "HTTP 429 answers the cell received.", None),
         "saturation.retries": ("attempt", "Retried completion calls in the cell.", None),
         "cost.per_1k_segments": ("dollar/kilosegment",
@@ -305,7 +314,7 @@ def _saturation() -> dict[str, Definition]:
             "GPU cost of one million output tokens at the cell's steady rate.",
             "Null unless the model names price_per_gpu_hour and gpu_count; GPU time only."),
     }  # fmt: skip
-    return {
+    found = {
         name: Definition(
             unit,
             "distribution",
@@ -316,6 +325,18 @@ def _saturation() -> dict[str, Definition]:
         )
         for name, (unit, description, caveat) in rows.items()
     }
+    found["saturation.bound"] = Definition(
+        "cell",
+        "tally",
+        CMG,
+        "How many cells each bound held: what kept the cell's in-flight level where it was "
+        "— endpoint, limit, window, client (CPU), rate, budget or corpus (ADR 0048). A plain "
+        "description of the run, never a verdict on the model or the GPU.",
+        f"{SATURATION_SOURCE}.bound",
+        "client, window, limit and corpus are the client's side: such a cell's throughput "
+        "measures taguru-ray, not the endpoint.",
+    )
+    return found
 
 
 def build_definitions(finish_reasons: Iterable[str]) -> dict[str, Definition]:

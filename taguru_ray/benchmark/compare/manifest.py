@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taguru_ray.benchmark.compare.serde import as_f64, as_str, as_u64
+from taguru_ray.engine.bound import CLIENT_BOUNDS
 from taguru_ray.errors import TaguruRayError
 
 MANIFEST = "manifest.json"
@@ -60,6 +61,11 @@ class CellInfo:
     outcome: str
     structured_output_resolved: str | None
     saturation: dict[str, Any] | None
+
+    @property
+    def bound(self) -> str | None:
+        """What held the cell's in-flight level (`saturation.bound`, ADR 0048), if said."""
+        return as_str(self.saturation.get("bound")) if self.saturation else None
 
 
 @dataclass(frozen=True)
@@ -152,6 +158,19 @@ def _cell(entry: dict[str, Any]) -> CellInfo:
         outcome=as_str(entry.get("outcome")) or "",
         structured_output_resolved=as_str(entry.get("structured_output_resolved")),
         saturation=saturation if isinstance(saturation, dict) else None,
+    )
+
+
+def client_bound_warning(manifest: Manifest) -> str | None:
+    """One line naming the cells the client, not the endpoint, held (ADR 0048): their
+    throughput measures taguru-ray's window, CPU, limit or corpus, not the GPU."""
+    held = [c for c in manifest.cells if c.bound in CLIENT_BOUNDS]
+    if not held:
+        return None
+    named = ", ".join(f"{c.cell_id} ({c.bound})" for c in held)
+    return (
+        f"WARNING: {len(held)} cell(s) were held by the client, not the endpoint: {named} — "
+        "their throughput measures taguru-ray's side, not the GPU (hollow on the figure)"
     )
 
 

@@ -32,6 +32,7 @@ class CellBlock:
     model_id: str
     run_index: int
     metrics: MetricsMap
+    bound: str | None = None  # what held the cell (ADR 0048), a plain word
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Measurements:
                 cell_id: {
                     "model_id": block.model_id,
                     "run_index": block.run_index,
+                    "bound": block.bound,
                     **_metrics_json(block.metrics),
                 }
                 for cell_id, block in self.cells.items()
@@ -109,7 +111,7 @@ def build_measurements(
             attempts_of_cell.get(cell.cell_id, []), docs_of_cell.get(cell.cell_id, [])
         )
         metrics.update(saturation_metrics([cell]))
-        cells[cell.cell_id] = CellBlock(cell.model_id, cell.run_index, _sorted(metrics))
+        cells[cell.cell_id] = CellBlock(cell.model_id, cell.run_index, _sorted(metrics), cell.bound)
 
     models: dict[str, MetricsMap] = {}
     for model_id in sorted(manifest.model_ids()):

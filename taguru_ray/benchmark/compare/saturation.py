@@ -15,7 +15,9 @@ from typing import Any
 
 from taguru_ray.benchmark.compare.manifest import CellInfo, Manifest
 from taguru_ray.benchmark.compare.serde import as_f64
-from taguru_ray.measure import Distribution, MetricsMap
+from taguru_ray.measure import Distribution, MetricsMap, Tally
+
+BOUND = "saturation.bound"
 
 
 def _field(name: str) -> Callable[[dict[str, Any]], float | None]:
@@ -39,6 +41,9 @@ SATURATION_METRICS: dict[str, Callable[[dict[str, Any]], float | None]] = {
     "saturation.latency_p90_seconds": _latency("p90"),
     "saturation.latency_p99_seconds": _latency("p99"),
     "saturation.inflight_settled": _field("inflight_settled"),
+    "saturation.inflight_observed_mean": _field("inflight_observed_mean"),
+    "saturation.inflight_observed_peak": _field("inflight_observed_peak"),
+    "saturation.client_cpu_share": _field("client_cpu_share"),
     "saturation.http_429": _field("http_429"),
     "saturation.retries": _field("retries"),
     "cost.per_1k_segments": _field("cost_per_1k_segments"),
@@ -47,12 +52,15 @@ SATURATION_METRICS: dict[str, Callable[[dict[str, Any]], float | None]] = {
 
 
 def saturation_metrics(cells: Iterable[CellInfo]) -> MetricsMap:
-    """Each saturation metric over the given cells (a cell with no block adds nothing)."""
-    blocks = [cell.saturation for cell in cells if cell.saturation is not None]
-    return {
-        name: Distribution.of(read(block) for block in blocks)
+    """Each saturation metric over the given cells (a cell with no block adds nothing),
+    and how many of them each bound held (`saturation.bound`, a Tally: ADR 0048)."""
+    measured = [cell for cell in cells if cell.saturation is not None]
+    found: MetricsMap = {
+        name: Distribution.of(read(cell.saturation or {}) for cell in measured)
         for name, read in SATURATION_METRICS.items()
     }
+    found[BOUND] = Tally.of(cell.bound for cell in measured)
+    return found
 
 
 def gpu_metrics(manifest: Manifest) -> dict[str, MetricsMap]:

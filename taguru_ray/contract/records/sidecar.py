@@ -71,7 +71,11 @@ class GatewayRecord(Typed):
     """The run's permits at its end, last in the sidecar (a taguru-ray addition; readers
     skip unknown types): what `benchmark extract` reports as an endpoint's saturation —
     the in-flight level `auto` settled at, every request's outcome (`ok`, `http_429`,
-    `timeout`, `transport`, …), the tokens."""
+    `timeout`, `transport`, …), the tokens — and what the run's steady state kept in
+    flight and what held it there (ADR 0048): the window W, the mean and peak of the
+    requests on the wire, the bound's word and why, the share of their cores the
+    run's own processes used and how busy the driver's host was. The steady-state
+    fields are absent when the run had no span to measure."""
 
     TYPE: ClassVar[str] = "gateway"
     run_id: str
@@ -83,6 +87,13 @@ class GatewayRecord(Typed):
     max_in_flight: int
     input_tokens: int
     output_tokens: int
+    window: Annotated[int | None, WHEN_SET] = None
+    inflight_mean: Annotated[float | None, WHEN_SET] = None
+    inflight_peak: Annotated[int | None, WHEN_SET] = None
+    bound: Annotated[str | None, WHEN_SET] = None
+    bound_why: Annotated[str | None, WHEN_SET] = None
+    client_cpu_share: Annotated[float | None, WHEN_SET] = None
+    host_cpu_busy: Annotated[float | None, WHEN_SET] = None
 
 
 SIDECAR_TYPES: tuple[type[Typed], ...] = (RunRecord, SidecarAttempt, SidecarSegment, GatewayRecord)
