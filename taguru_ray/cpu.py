@@ -13,6 +13,7 @@ import os
 import platform
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")  # cgroup v2: "<quota> <period>" or "max …"
 PROC_STAT = Path("/proc/stat")
@@ -34,9 +35,18 @@ def cores() -> int:
     return max(count, 1)
 
 
-def own_cpu() -> tuple[str, int, float]:
-    """(this host's name, the cores this process may use, its CPU seconds so far)."""
-    return platform.node(), cores(), time.process_time()
+class CpuReading(NamedTuple):
+    """One process's CPU so far: where it runs, which process, the cores it may use."""
+
+    host: str
+    pid: int
+    cores: int
+    seconds: float
+
+
+def own_cpu() -> CpuReading:
+    """This process's CPU reading."""
+    return CpuReading(platform.node(), os.getpid(), cores(), time.process_time())
 
 
 def host_busy() -> tuple[float, int] | None:

@@ -117,9 +117,10 @@ def steady(samples: list[Sample]) -> tuple[Sample, Sample] | None:
     return (low, high) if high.at > low.at else None
 
 
-def observe(samples: list[Sample]) -> Observed | None:
-    """The steady state's figures, or None when the run had no span to measure."""
-    span = steady(samples)
+def observe(samples: list[Sample], *, steady_state: bool = True) -> Observed | None:
+    """The steady state's figures (or, `steady_state` False, those of every tick given: the
+    progress line's recent ticks), or None when there is no span to measure."""
+    span = steady(samples) if steady_state else _whole(samples)
     if span is None:
         return None
     low, high = span
@@ -148,6 +149,12 @@ def observe(samples: list[Sample]) -> Observed | None:
         latency_growth=growth,
         corpus_out=low.dispatched_all,
     )
+
+
+def _whole(samples: list[Sample]) -> tuple[Sample, Sample] | None:
+    if len(samples) < 2 or samples[-1].at <= samples[0].at:
+        return None
+    return samples[0], samples[-1]
 
 
 def _share(before: float | None, after: float | None, cores: int, seconds: float) -> float | None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import ray
 
-from taguru_ray.cpu import own_cpu
+from taguru_ray.cpu import CpuReading, own_cpu
 from taguru_ray.pipeline.claims import ClaimLedger, Proposal, Verdict, judge
 from taguru_ray.pipeline.steer import Contribution
 
@@ -151,7 +151,7 @@ class Ledger:
     async def set_deadline(self, deadline: float) -> None:
         self._deadline = deadline
 
-    async def cpu(self) -> tuple[str, int, float]:
+    async def cpu(self) -> CpuReading:
         """This process's host, cores and CPU seconds (`cpu.own_cpu`, ADR 0048)."""
         return own_cpu()
 

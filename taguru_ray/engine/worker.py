@@ -28,7 +28,7 @@ from taguru_ray.contract.completion import Completion, CompletionRequest
 from taguru_ray.contract.names import attempts_name
 from taguru_ray.contract.records import Record
 from taguru_ray.contract.records.sidecar import RunRecord
-from taguru_ray.cpu import own_cpu
+from taguru_ray.cpu import CpuReading, own_cpu
 from taguru_ray.engine.batches import Outbox, failed_outcome
 from taguru_ray.engine.commits import CommitBatches
 from taguru_ray.engine.ports import Complete, Model
@@ -115,7 +115,7 @@ class SegmentWorker:
     async def pid(self) -> int:
         return os.getpid()
 
-    async def cpu(self) -> tuple[str, int, float]:
+    async def cpu(self) -> CpuReading:
         """This process's host, cores and CPU seconds (`cpu.own_cpu`, ADR 0048)."""
         return own_cpu()
 
@@ -302,7 +302,7 @@ class DiagnosticsWriter:
         self._sidecar = Sidecar(path)
         self._sidecar.write([RunRecord(run_id=run_id).record()])
 
-    def cpu(self) -> tuple[str, int, float]:
+    def cpu(self) -> CpuReading:
         return own_cpu()
 
     def write(self, records: list[Record]) -> None:
