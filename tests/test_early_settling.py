@@ -68,7 +68,7 @@ def make_run(tmp_path: Path, kinds: str) -> tuple[ExtractRun, list[str], list[st
 def test_leading_unchanged_and_refused_segments_settle_before_ray(tmp_path: Path) -> None:
     run, sources, printed, errors = make_run(tmp_path, "uurnu")
     run.start_reading()
-    run._early.result(timeout=30)
+    run.reading.early.result(timeout=30)
     try:
         assert printed == [
             f"{source}: unchanged, skipped (--force re-extracts)" for source in sources[:2]
@@ -76,15 +76,15 @@ def test_leading_unchanged_and_refused_segments_settle_before_ray(tmp_path: Path
         assert len(errors) == 1 and errors[0].startswith(
             f"taguru: extract: {sources[2]}: not valid UTF-8"
         )
-        assert (run.tally.unchanged, run.tally.failed, run.reached) == (2, 1, 3)
+        assert (run.tally.unchanged, run.tally.failed, run.tally.reached) == (2, 1, 3)
         assert run.window.low_water == 3
         # The first segment that needs a worker is where the dispatch loop starts,
         # and the unchanged one after it waits for the loop too.
-        first = run.scanner.next_now()
+        first = run.reading.scanner.next_now()
         assert first is not None and first.index == 3 and first.data is not None
-        after = run.scanner.next_now()
+        after = run.reading.scanner.next_now()
         assert after is not None and after.index == 4
-        assert run.scanner.next_now() is None
+        assert run.reading.scanner.next_now() is None
     finally:
         run.stop_reading()
 
@@ -93,15 +93,15 @@ def test_a_hand_over_before_the_first_segment_leaves_every_segment_to_the_loop(
     tmp_path: Path,
 ) -> None:
     run, sources, printed, _ = make_run(tmp_path, "uuu")
-    run._handover.set()  # as when Ray was up before the reading began
+    run.reading.hand_over()  # as when Ray was up before the reading began
     run.start_reading()
-    run._early.result(timeout=30)
+    run.reading.early.result(timeout=30)
     try:
         assert printed == [] and run.tally.unchanged == 0
-        left = [run.scanner.next_now() for _ in sources]
+        left = [run.reading.scanner.next_now() for _ in sources]
         assert [scanned.index for scanned in left if scanned] == [0, 1, 2]
         # The manifest and the listing were taken all the same: the loop judges the rest.
-        assert all(run._unchanged(scanned) for scanned in left if scanned)
+        assert all(run.skipping.unchanged(scanned) for scanned in left if scanned)
     finally:
         run.stop_reading()
 
@@ -110,9 +110,9 @@ def test_a_stop_ends_the_early_settling_and_the_reads(tmp_path: Path) -> None:
     run, _, _, _ = make_run(tmp_path, "u" * 600)
     run.start_reading()
     run.stop_reading()  # Ray failed to start, or a Ctrl+C came while it started
-    assert run._early.done() and run._early.exception() is None
+    assert run.reading.early.done() and run.reading.early.exception() is None
     # Whatever was settled was settled in order, up to where it stopped.
-    assert run.window.low_water == run.tally.unchanged == run.reached
+    assert run.window.low_water == run.tally.unchanged == run.tally.reached
 
 
 def test_a_helper_process_hashes_what_the_driver_skips(
@@ -120,26 +120,31 @@ def test_a_helper_process_hashes_what_the_driver_skips(
 ) -> None:
     monkeypatch.setattr(digest_helper, "HELPER_FROM", 1)
     run, sources, printed, errors = make_run(tmp_path, "uurnu")
-    run.read = lambda source: read_source(source)  # another reader (staged sessions)
-    assert not run._wants_helper()
-    run.read = read_source
+    run.reading.read = lambda source: read_source(source)  # another reader (staged sessions)
+    assert not run.reading.wants_helper()
+    run.reading.read = read_source
     run.start_reading()
-    run._early.result(timeout=30)
+    run.reading.early.result(timeout=30)
     try:
-        assert run._helper is not None
+        assert run.reading._helper is not None
         assert printed == [
             f"{source}: unchanged, skipped (--force re-extracts)" for source in sources[:2]
         ]
         assert len(errors) == 1 and errors[0].startswith(
             f"taguru: extract: {sources[2]}: not valid UTF-8"
         )
-        first = run.scanner.next_now()
+        first = run.reading.scanner.next_now()
         # The new segment was read again by the driver: a worker gets its bytes.
         assert (
             first is not None and first.index == 3 and first.data == Path(sources[3]).read_bytes()
         )
-        after = run.scanner.next_now()
-        assert after is not None and after.index == 4 and after.unread and run._unchanged(after)
+        after = run.reading.scanner.next_now()
+        assert (
+            after is not None
+            and after.index == 4
+            and after.unread
+            and run.skipping.unchanged(after)
+        )
     finally:
         run.stop_reading()
-    assert run._helper._child is None
+    assert run.reading._helper._child is None

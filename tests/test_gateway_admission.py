@@ -71,7 +71,7 @@ def _waiting_through_a_stop(*, halt: bool, numbered: bool) -> list[str]:
 
 
 def test_a_stop_refuses_every_request_waiting_at_the_worker(ray_address: str) -> None:
-    # The driver tells the gateway and every worker (ExtractRun._on_signal).
+    # The driver tells the gateway and every worker (Stopping.halt).
     outcomes = _waiting_through_a_stop(halt=True, numbered=False)
     assert set(outcomes) == {Stopped.__name__}
 

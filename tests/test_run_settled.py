@@ -46,18 +46,18 @@ def interrupted(run: ExtractRun, index: int) -> None:
     async def on_a_worker(job: SegmentJob) -> SegmentOutcome:
         return SegmentOutcome(job.index, job.source, "interrupted", notes=[fenced], fenced=True)
 
-    run._run_on_a_worker = on_a_worker  # type: ignore[method-assign]
+    run.workers.run_segment = on_a_worker  # type: ignore[method-assign]
     run.window.dispatched(index)
-    asyncio.run(run._extract(SegmentJob(index, source, b"", source, ())))
+    asyncio.run(run.dispatch._extract(SegmentJob(index, source, b"", source, ())))
 
 
 def test_an_interrupted_segment_stops_the_run_which_exits_130_not_0(tmp_path: Path) -> None:
     run, sources, printed, errors = make_run(tmp_path, "nn")
-    run.ledger, run.gateway = Actor(), Actor()
+    run.actors.ledger, run.actors.gateway = Actor(), Actor()
     interrupted(run, 0)
     assert run.stopping  # nothing after it may commit (abandoned): the run stops here
-    assert ("abandon", (0,)) in run.ledger.calls
-    assert ("stop", ()) in run.gateway.calls  # no new permit: nothing more is paid for
+    assert ("abandon", (0,)) in run.actors.ledger.calls
+    assert ("stop", ()) in run.actors.gateway.calls  # no new permit: nothing more is paid for
     assert any(
         line.endswith(
             f"stopping: {sources[0]} was interrupted, and no later segment can be "
@@ -65,7 +65,7 @@ def test_an_interrupted_segment_stops_the_run_which_exits_130_not_0(tmp_path: Pa
         )
         for line in errors
     )
-    assert run._summary({}) == EXIT_INTERRUPTED
+    assert run.summary.close({}) == EXIT_INTERRUPTED
     assert printed[-1] == (
         "extract: 0 written, 0 unchanged, 0 failed of 2 segment(s) — stopped early, chunk "
         "checkpoints saved; rerun to resume"
@@ -76,7 +76,7 @@ def test_an_interrupted_segment_stops_the_run_which_exits_130_not_0(tmp_path: Pa
 def test_a_run_short_of_a_segment_without_a_stop_exits_1_with_a_line(tmp_path: Path) -> None:
     run, _, printed, errors = make_run(tmp_path, "nnn")
     run.tally.written = 1  # the other two neither written, unchanged nor failed
-    assert run._summary({}) == EXIT_FAILED
+    assert run.summary.close({}) == EXIT_FAILED
     assert printed[-1] == "extract: 1 written, 0 unchanged, 0 failed of 3 segment(s)"
     assert errors[-1] == (
         "taguru: extract: 2 of 3 segment(s) were neither written, unchanged nor failed, yet "
@@ -88,5 +88,5 @@ def test_a_run_that_settled_every_segment_exits_0(tmp_path: Path) -> None:
     run, _, _, errors = make_run(tmp_path, "nnn")
     run.tally.written, run.tally.unchanged, run.tally.failed = 1, 2, 0
     assert run.tally.unsettled == 0
-    assert run._summary({}) == EXIT_OK
+    assert run.summary.close({}) == EXIT_OK
     assert not any("neither written" in line for line in errors)

@@ -110,11 +110,12 @@ class Tally:
     planned: int = 0
     interrupted: int = 0
     total: int = 0
+    reached: int = 0  # segments 0 .. reached-1 were reached, in name order
 
     @property
     def unsettled(self) -> int:
         """Segments neither written, unchanged nor failed: interrupted, or never reached.
-        A run that was not stopped must have none (`ExtractRun._summary`)."""
+        A run that was not stopped must have none (`Summary.close`)."""
         return self.total - self.written - self.unchanged - self.failed
 
 
