@@ -60,3 +60,31 @@ def test_usage_and_startup_errors_are_one_prefixed_line(cli: Cli, tmp_path: Path
         assert result.stdout == ""
     hinted = cli.extract("--no-such-flag").stderr
     assert hinted.rstrip().endswith("— try 'taguru-ray extract --help'")
+
+
+def test_a_run_whose_readers_went_away_finishes_instead_of_wedging(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """stdout and stderr pipes with no reader (a killed harness, `| head` done): each line
+    is dropped, the run writes every segment and exits — at W = 1 a lost line once left
+    the window waiting on a segment it never heard end."""
+    import os
+    import subprocess
+
+    docs, out = corpus(tmp_path), tmp_path / "out"
+    read_out, write_out = os.pipe()
+    read_err, write_err = os.pipe()
+    os.close(read_out)
+    os.close(read_err)  # no reader from the start: every write is EPIPE
+    done = subprocess.run(
+        cli.command("--context", CONTEXT, "--out", str(out), "--max-inflight", "1", str(docs)),
+        env=cli.env(),
+        stdout=write_out,
+        stderr=write_err,
+        timeout=180,
+        cwd=REPO,
+    )
+    os.close(write_out)
+    os.close(write_err)
+    assert done.returncode == 0
+    assert len(list(out.glob("*.jsonl"))) == 3

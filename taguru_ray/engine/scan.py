@@ -8,14 +8,13 @@ offers later segments its existing file's labels, read only when needed.
 from __future__ import annotations
 
 import atexit
-import contextlib
 import secrets
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TextIO
 
 from taguru_ray.contract.names import output_name, written_id
 from taguru_ray.contract.source_file import SourceFileError, parse_source_file
@@ -55,7 +54,8 @@ class _Stdout:
 
     def line(self, text: str) -> None:
         with self._lock:
-            sys.stdout.write(text + "\n")
+            if not _write(sys.stdout, text + "\n"):
+                return
             if self._held.is_set():
                 return
             self._held.set()
@@ -68,16 +68,28 @@ class _Stdout:
     def _flush_after(self) -> None:
         while self._held.wait():
             time.sleep(FLUSH_S)
-            try:
-                self.flush()
-            except (OSError, ValueError):  # a closed pipe: the next line's write says so
-                return
+            self.flush()
 
     def flush(self) -> None:
         with self._lock:
             if self._held.is_set():
                 self._held.clear()
-                sys.stdout.flush()
+                _write(sys.stdout, "")
+
+
+def _write(stream: TextIO, text: str) -> bool:
+    """Write and flush (`text` may be empty); False when the stream is gone — a closed
+    pipe, its reader dead (a `benchmark extract` harness killed, `| head` done). The
+    lines are a view of the run, whose truth is in --out: a run whose reader went away
+    goes on, or stops as it was told, instead of failing — or wedging its window — on
+    a line no one can read (issue 36)."""
+    try:
+        if text:
+            stream.write(text)
+        stream.flush()
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 STDOUT = _Stdout()
@@ -85,13 +97,12 @@ STDOUT = _Stdout()
 
 @atexit.register
 def _flush_at_exit() -> None:
-    with contextlib.suppress(OSError, ValueError):
-        STDOUT.flush()
+    STDOUT.flush()
 
 
 def _stderr_line(text: str) -> None:
     STDOUT.flush()
-    print(text, file=sys.stderr, flush=True)
+    _write(sys.stderr, text + "\n")
 
 
 @dataclass
