@@ -60,7 +60,7 @@ def test_peak_latency_growth_cpu_and_corpus_come_from_the_span() -> None:
     assert seen is not None
     assert (seen.peak, seen.own_cpu, seen.host_busy) == (9, 0.8, pytest.approx(0.9))
     assert seen.latency_growth == pytest.approx(3.0)  # the span's 0.6 over the run's low 0.2
-    assert seen.throttled == 1 / 40 and not seen.corpus_out
+    assert seen.throttled == 1 / 50 and not seen.corpus_out  # from the run's start
 
 
 def test_a_narrow_window_is_the_bound() -> None:
@@ -109,3 +109,9 @@ def test_a_corpus_smaller_than_the_caps_says_corpus() -> None:
     seen = replace(QUIET, mean=9.5, corpus_out=True)
     assert judge(seen, WIDE).word == "corpus"
     assert judge(replace(seen, corpus_out=False), WIDE).word == "client"
+
+
+def test_a_full_window_whose_segments_wait_off_the_wire_is_the_client() -> None:
+    """256 segments out, 60 of them on the wire: the worker's queues held them, not W."""
+    seen = replace(QUIET, mean=60.0, limit=128, window_wait=0.95, host_busy=0.85)
+    assert judge(seen, AUTO).word == "client"

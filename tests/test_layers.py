@@ -16,6 +16,7 @@ RANKS = {
     "contract": 0,
     "sqlite_wal": 0,  # how the two SQLite stores open their files
     "measure": 0,  # Distribution / Ratio / Count, shared by benchmark and evaluate
+    "cpu": 0,  # CPU readings of a process and its host (the pacing part, ADR 0048)
     "pricing": 0,  # the price table, tariffs and budgets: pure
     "evalset": 1,  # eval.jsonl, shared by evaluate and benchmark search
     "remote": 2,  # the client of any Taguru server

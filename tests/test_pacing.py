@@ -36,6 +36,13 @@ class Gateway:
 
 
 class Worker:
+    """A segment worker: `pace` answers its CPU and its requests on the wire."""
+
+    def __init__(self, reading: CpuReading, wire_s: float = 0.0, peak: int = 0) -> None:
+        self.pace = Call({"cpu": tuple(reading), "wire_s": wire_s, "peak": peak})
+
+
+class Ledger:
     def __init__(self, reading: CpuReading) -> None:
         self.cpu = Call(reading)
 
@@ -64,13 +71,14 @@ def test_ticks_gather_the_gateway_the_actors_and_the_window() -> None:
     async def ticks() -> list[Sample]:
         found = []
         for requests, cpu in ((0, 0.0), (100, 1.0), (200, 2.0), (300, 3.0)):
-            gateway.pace = Call(pace(requests, requests * 0.35, 4, cpu))
-            worker.cpu = Call(CpuReading(HOST, 2, 2, cpu))
+            gateway.pace = Call(pace(requests, 99.0, 9, cpu))  # permits: the workers know better
+            worker.pace = Call({"cpu": (HOST, 2, 2, cpu), "wire_s": requests * 0.35, "peak": 4})
             found.append(await pacer.tick(gateway, [("worker 0", worker)]))
         return found
 
     samples = asyncio.run(ticks())
     assert [s.requests for s in samples] == [0, 100, 200, 300]
+    assert [s.peak for s in samples] == [4, 4, 4, 4]  # the worker's, under the gateway's 9
     assert samples[-1].cores == 2  # one host, counted once
     found = pacer.bound()
     assert found is not None
@@ -97,7 +105,7 @@ def test_an_actor_that_does_not_answer_is_skipped_for_the_tick() -> None:
     pacer = Pacing(CAPS, lambda: 0.0, lambda: True, clock=lambda: 0.0)
     gateway = Gateway()
     gateway.pace = Call(TimeoutError())
-    sample = asyncio.run(pacer.tick(gateway, [("ledger", Worker(CpuReading(HOST, 3, 2, 1.0)))]))
+    sample = asyncio.run(pacer.tick(gateway, [("ledger", Ledger(CpuReading(HOST, 3, 2, 1.0)))]))
     assert sample.requests == 0 and sample.dispatched_all
 
 

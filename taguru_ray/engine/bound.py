@@ -9,12 +9,15 @@ benchmark's saturation block does, so start-up and drain stay out — and `judge
 names the one thing that held the in-flight level, in a fixed order:
 
 1. **budget** — a budget stopped the run;
-2. **endpoint** — it answered 429/503 or timed out for a share of the requests,
-   or its Retry-After pauses held requests back;
+2. **endpoint** — it answered 429/503 or timed out for a share of the requests
+   (those before the steady state included: they set where `auto` held it), or
+   its Retry-After pauses held requests back;
 3. **rate** — `--rpm`/`--tpm` or a provider's quota held requests back;
 4. **client** — taguru-ray's own processes used most of the cores they had;
 5. **window** — the dispatch loop waited on the segment window while permits
-   were free (the window's capacity below the limit);
+   were free and the window's segments were on the wire (its capacity below the
+   limit); a full window whose segments wait off the wire — in a worker's queue,
+   its files, its commit turn — is the client's;
 6. **limit** / **endpoint** — requests waited for a permit, or the limit stayed
    full: `auto` holding below its ceiling is where the endpoint stopped giving
    more completions per second, and a fixed limit with latency risen well
@@ -39,6 +42,7 @@ STEADY_LOW, STEADY_HIGH = 0.10, 0.90  # the steady state: completions between th
 THROTTLED = 0.01  # this share of requests answered 429/503 or timed out: the endpoint's say
 WAITED = 0.2  # requests waited for a permit this share of the span: that cap was reached
 WINDOW_WAITED = 0.5  # the dispatch loop waited on the window this share of the span
+WINDOW_FULL = 0.75  # ... with the window's segments this much on the wire: it held them
 FULL = 0.9  # in-flight this close to a cap on average: the cap held it
 QUEUEING = 1.5  # latency this far above its low with the limit full: the endpoint queues
 OWN_CPU = 0.8  # the run's own processes used this share of their cores: the client
@@ -75,7 +79,7 @@ class Observed:
     mean: float  # requests on the wire, on average
     peak: int
     limit: int  # the in-flight limit as the span ended (where auto settled)
-    throttled: float  # share of the span's requests
+    throttled: float  # share of the requests up to the span's end (the ramp's included)
     limit_wait: float  # shares of the span
     pause_wait: float
     rate_wait: float
@@ -126,7 +130,9 @@ def observe(samples: list[Sample], *, steady_state: bool = True) -> Observed | N
     low, high = span
     seconds = high.at - low.at
     inside = [s for s in samples if low.at < s.at <= high.at]
-    requests = high.requests - low.requests
+    # 429s before the steady state count too: they set where `auto` held it.
+    first = samples[0]
+    asked = high.requests - first.requests
     latencies = [s.latency for s in samples if s.latency is not None]
     during = sorted(s.latency for s in inside if s.latency is not None)
     growth = (
@@ -139,7 +145,7 @@ def observe(samples: list[Sample], *, steady_state: bool = True) -> Observed | N
         mean=(high.wire_s - low.wire_s) / seconds,
         peak=max((s.peak for s in inside), default=0),
         limit=high.limit,
-        throttled=(high.throttled - low.throttled) / requests if requests > 0 else 0.0,
+        throttled=(high.throttled - first.throttled) / asked if asked > 0 else 0.0,
         limit_wait=(high.waited_limit_s - low.waited_limit_s) / seconds,
         pause_wait=(high.waited_pause_s - low.waited_pause_s) / seconds,
         rate_wait=(high.waited_rate_s - low.waited_rate_s) / seconds,
@@ -180,8 +186,13 @@ def judge(seen: Observed, caps: Caps, *, budget_stopped: bool = False) -> Bound:
     if seen.own_cpu is not None and seen.own_cpu >= OWN_CPU:
         return Bound("client", f"taguru-ray's processes used {_pct(seen.own_cpu)} of their cores")
     window_cap = caps.window * caps.width
-    window_held = seen.window_wait >= WINDOW_WAITED and seen.limit_wait < WAITED
-    window_held = window_held or seen.mean >= FULL * window_cap
+    # A full window whose segments are mostly off the wire (in the worker's queues, its
+    # files, its commit turn) is held by the client, not by the window.
+    window_held = seen.mean >= FULL * window_cap or (
+        seen.window_wait >= WINDOW_WAITED
+        and seen.limit_wait < WAITED
+        and seen.mean >= WINDOW_FULL * window_cap
+    )
     if window_held and window_cap < seen.limit:
         return _window(caps)
     if seen.limit_wait >= WAITED or seen.mean >= FULL * seen.limit:

@@ -15,6 +15,7 @@ comes back, in the tally and the summary.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 
 from taguru_ray.engine.head_actors import HeadActors
@@ -25,7 +26,7 @@ from taguru_ray.engine.stopping import Stopping
 from taguru_ray.engine.summary import SegmentRow, Summary
 from taguru_ray.engine.window import SegmentWindow
 from taguru_ray.engine.workers import Workers
-from taguru_ray.pipeline.segment_job import SegmentJob
+from taguru_ray.pipeline.segment_job import SegmentJob, SegmentOutcome
 from taguru_ray.pipeline.steer import Contribution
 
 SETTLE_BATCH = 64  # settled segments per claims-ledger call
@@ -56,6 +57,9 @@ class Dispatch:
         self._existing = existing  # what skipped segment `index` offers
         self._unsent: list[tuple[int, Contribution]] = []  # failed segments, for the ledger
         self._settle_timer: asyncio.TimerHandle | None = None
+        self._waited_s = 0.0  # on the window, in all (the pacing part reads it)
+        self._waiting_since: float | None = None
+        self.all_handed_out = False  # every segment skipped, refused or sent to a worker
 
     async def run(self) -> None:
         """Dispatch every segment the early settling left, then wait for them all."""
@@ -89,6 +93,7 @@ class Dispatch:
                 skipping.manifest.previous_output(scanned.source),
             )
             tasks.append(asyncio.create_task(self._extract(job)))
+        self.all_handed_out = True
         if self._stop.requested:  # nothing from the first segment not dispatched on may commit
             self._actors.ledger.abandon.remote(tally.reached)
         self._send_settled([], now=True)
@@ -96,8 +101,18 @@ class Dispatch:
 
     async def wait_eligible(self, index: int) -> None:
         """Until segment `index` may start (`SegmentWindow.wait_eligible`): the loop's one
-        wait on the window, so the time a run spends there can be measured here."""
-        await self._window.wait_eligible(index)
+        wait on the window, timed for the pacing part (`window_waited`)."""
+        self._waiting_since = time.monotonic()
+        try:
+            await self._window.wait_eligible(index)
+        finally:
+            self._waited_s += time.monotonic() - self._waiting_since
+            self._waiting_since = None
+
+    def window_waited(self) -> float:
+        """Seconds the loop has waited on the window so far, a wait under way included."""
+        ongoing = 0.0 if self._waiting_since is None else time.monotonic() - self._waiting_since
+        return self._waited_s + ongoing
 
     async def _share_below(self, index: int) -> None:
         """Settle at the claims ledger every segment below `index` no worker commits there:
@@ -142,8 +157,18 @@ class Dispatch:
         self._send_settled([], now=True)
 
     async def _extract(self, job: SegmentJob) -> None:
-        """Run segment `job` on a worker and record how it ended."""
-        outcome = await self._workers.run_segment(job)
+        """Run segment `job` on a worker and record how it ended. The window hears of
+        its end whatever happens here: a segment it never hears of would hold every
+        segment W past it back for ever."""
+        contribution = Contribution()
+        try:
+            outcome = await self._workers.run_segment(job)
+            contribution = outcome.contribution
+            self._ended(job, outcome)
+        finally:
+            self._window.finish(job.index, contribution)
+
+    def _ended(self, job: SegmentJob, outcome: SegmentOutcome) -> None:
         lines = [("err", note) for note in outcome.notes]
         if outcome.status == "written" and outcome.inputs is not None:
             # The worker made its journal entry durable and dropped its checkpoint.
@@ -170,4 +195,3 @@ class Dispatch:
             ),
             lines,
         )
-        self._window.finish(job.index, outcome.contribution)

@@ -111,6 +111,10 @@ class HeadActors:
             stats = {}
         return stats
 
+    def others(self) -> list[tuple[str, Any]]:
+        """The actors beside the gateway, by role (None where not started)."""
+        return [("ledger", self.ledger), ("diagnostics", self.diagnostics)]
+
     def end(self) -> None:
         for actor in (self.gateway, self.ledger, self.diagnostics):
             if actor is not None:

@@ -60,9 +60,9 @@ class Monitor:
         if self._meter is not None:
             self._meter.update(self._tally)
 
-    async def watch(self, gateway: Any) -> None:
+    async def watch(self, gateway: Any, paced: Callable[[], str | None] = lambda: None) -> None:
         """The progress display, and a line each time the adaptive limit moves; until
-        cancelled."""
+        cancelled. `paced` words what the run keeps in flight now and what holds it."""
         progress, tally = self._progress, self._tally
         while True:
             await asyncio.sleep(WATCH_S)
@@ -86,5 +86,7 @@ class Monitor:
             if progress.due():
                 done = tally.written + tally.failed + tally.unchanged + tally.interrupted
                 progress.show(
-                    progress.status(done, tally.written, tally.failed, tally.unchanged, stats)
+                    progress.status(
+                        done, tally.written, tally.failed, tally.unchanged, stats, paced()
+                    )
                 )

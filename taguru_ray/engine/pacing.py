@@ -18,40 +18,58 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import ray
 
 from taguru_ray.cpu import CpuReading, host_busy, own_cpu
 from taguru_ray.engine.bound import Bound, Caps, Observed, Sample, judge, observe
+from taguru_ray.settings import Settings
 
 TICK_S = 1.0  # between samples: a steady state of ten seconds has ten
 ASK_S = 2.0  # an actor that takes longer to say its CPU is skipped for the tick
 MOST_SAMPLES = 4096  # then every other one goes: the run's figures are cumulative
 RECENT = 15  # ticks the progress line judges: the last quarter-minute
+WORKER = "worker "  # the segment workers' names: they answer `pace`, the others `cpu`
 
 
-class _Cpu:
-    """CPU seconds of the run's processes, a restarted one's predecessor kept."""
+class _Kept:
+    """Cumulative figures of the run's processes, a restarted one's predecessor kept: an
+    actor that restarts starts its counters from zero."""
 
     def __init__(self) -> None:
-        self._last: dict[tuple[str, int], CpuReading] = {}  # by (host, pid)
-        self._slot: dict[str, tuple[str, int]] = {}  # an actor's name → its process now
+        self._last: dict[tuple[str, int], float] = {}  # by (host, pid)
+        self._cores: dict[str, int] = {}  # by host
 
-    def add(self, name: str, reading: CpuReading) -> None:
-        self._slot[name] = (reading.host, reading.pid)
-        self._last[(reading.host, reading.pid)] = reading
+    def add(self, reading: CpuReading, value: float) -> None:
+        self._last[(reading.host, reading.pid)] = value
+        self._cores[reading.host] = max(self._cores.get(reading.host, 0), reading.cores)
 
-    def seconds(self) -> float:
-        return sum(reading.seconds for reading in self._last.values())
+    def total(self) -> float:
+        return sum(self._last.values())
 
     def cores(self) -> int:
         """The cores of the hosts the run's processes are on, each counted once."""
-        by_host: dict[str, int] = {}
-        for reading in self._last.values():
-            by_host[reading.host] = max(by_host.get(reading.host, 0), reading.cores)
-        return sum(by_host.values())
+        return sum(self._cores.values())
+
+
+def caps_of(settings: Settings) -> Caps:
+    """What the settings allow a run to keep in flight (`bound.Caps`)."""
+    return Caps(
+        window=settings.window,
+        width=1 if settings.prompt.carryover else settings.scale.parallel,
+        adaptive=settings.transport.max_inflight == "auto",
+        ceiling=settings.inflight_ceiling,
+    )
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What bounded a run, worded: the summary's line and the sidecar record's fields."""
+
+    line: str
+    fields: dict[str, Any]
 
 
 class Pacing:
@@ -68,8 +86,10 @@ class Pacing:
         self._window_waited = window_waited
         self._dispatched_all = dispatched_all
         self._clock = clock
-        self._cpu = _Cpu()
+        self._cpu = _Kept()
+        self._wire = _Kept()  # the workers' requests on the wire, integrated
         self._pace: dict[str, Any] = {}  # the gateway's last answer
+        self._peak = 0  # the workers' peaks on the wire in this tick, summed
         self.samples: list[Sample] = []
 
     async def run(self, gateway: Any, actors: Callable[[], list[tuple[str, Any]]]) -> None:
@@ -79,24 +99,38 @@ class Pacing:
             await asyncio.sleep(TICK_S)
 
     async def tick(self, gateway: Any, actors: list[tuple[str, Any]]) -> Sample:
-        """One sample: the gateway's pace, every actor's CPU, the driver's own."""
-        asks = [self._ask("gateway pace", gateway.pace.remote())]
-        asks += [self._ask(name, actor.cpu.remote()) for name, actor in actors]
+        """One sample: the gateway's pace; each worker's CPU and requests on the wire
+        (`SegmentWorker.pace`), every other actor's CPU; the driver's own."""
+        asks = [self._ask(gateway.pace.remote())]
+        asks += [
+            self._ask(actor.pace.remote() if name.startswith(WORKER) else actor.cpu.remote())
+            for name, actor in actors
+        ]
         answers = await asyncio.gather(*asks)
-        pace, cpus = answers[0], answers[1:]
+        pace, others = answers[0], answers[1:]
         if isinstance(pace, dict):
             self._pace = pace
             if isinstance(pace.get("cpu"), tuple):
-                self._cpu.add("gateway", CpuReading(*pace["cpu"]))
-        for (name, _), reading in zip(actors, cpus, strict=True):
-            if isinstance(reading, tuple):
-                self._cpu.add(name, CpuReading(*reading))
-        self._cpu.add("driver", own_cpu())
+                reading = CpuReading(*pace["cpu"])
+                self._cpu.add(reading, reading.seconds)
+        self._peak = 0
+        for answer in others:
+            if isinstance(answer, dict):  # a worker's
+                reading = CpuReading(*answer["cpu"])
+                self._wire.add(reading, float(answer["wire_s"]))
+                self._peak += int(answer["peak"])
+            elif isinstance(answer, tuple):
+                reading = CpuReading(*answer)
+            else:
+                continue
+            self._cpu.add(reading, reading.seconds)
+        driver = own_cpu()
+        self._cpu.add(driver, driver.seconds)
         sample = self._sample()
         self._keep(sample)
         return sample
 
-    async def _ask(self, _name: str, call: Any) -> Any:
+    async def _ask(self, call: Any) -> Any:
         try:
             return await asyncio.wait_for(call, ASK_S)
         except (TimeoutError, ray.exceptions.RayError):
@@ -104,18 +138,24 @@ class Pacing:
 
     def _sample(self) -> Sample:
         pace, host = self._pace, host_busy()
+        # The workers know their requests on the wire exactly; the gateway only its
+        # permits out, some idle at a worker. Its figures stand in before any worker is.
+        exact = bool(self._wire.cores())
+        gateway_peak = int(pace.get("peak", 0))
         return Sample(
             at=self._clock(),
             requests=int(pace.get("requests", 0)),
             throttled=int(pace.get("throttled", 0)),
-            wire_s=float(pace.get("wire_s", 0.0)),
-            peak=int(pace.get("peak", 0)),
+            wire_s=self._wire.total() if exact else float(pace.get("wire_s", 0.0)),
+            # Each worker's peak, summed: at most their true joint peak, never above the
+            # gateway's permits out.
+            peak=min(self._peak, gateway_peak) if exact else gateway_peak,
             limit=int(pace.get("limit", 0)),
             waited_limit_s=float(pace.get("waited_limit_s", 0.0)),
             waited_pause_s=float(pace.get("waited_pause_s", 0.0)),
             waited_rate_s=float(pace.get("waited_rate_s", 0.0)),
             window_s=self._window_waited(),
-            cpu_s=self._cpu.seconds(),
+            cpu_s=self._cpu.total(),
             cores=self._cpu.cores(),
             host_busy_s=host[0] if host else None,
             host_cores=host[1] if host else 0,
@@ -147,15 +187,28 @@ class Pacing:
             return None
         return seen, judge(seen, self.caps, budget_stopped=budget_stopped)
 
+    def judged(self, *, budget_stopped: bool = False) -> Judged | None:
+        """The run's bound for the summary and the sidecar; None when it asked nothing."""
+        if not self.samples or not self.samples[-1].requests:
+            return None
+        found = self.bound(budget_stopped=budget_stopped)
+        if found is None:
+            return None
+        seen, bound = found
+        return Judged(summary_line(seen, bound, self.caps), record_fields(seen, bound, self.caps))
+
     def now(self) -> str | None:
-        """The progress line's words: what the last quarter-minute kept in flight and what
-        held it (None before two ticks)."""
+        """The progress line's words: what the last quarter-minute kept in flight, against
+        the limit, and what held it (None before two ticks with a request)."""
         recent = self.samples[-RECENT:]
         seen = observe(recent, steady_state=False)
-        if seen is None:
+        if seen is None or not recent[-1].requests:
             return None
         bound = judge(seen, self.caps)
-        return f"{seen.mean:.0f} on the wire (peak {seen.peak}) · bound: {bound.word}"
+        return (
+            f"{seen.mean:.0f} in flight (peak {seen.peak}, limit {seen.limit}) · "
+            f"bound: {bound.word}"
+        )
 
 
 def summary_line(seen: Observed, bound: Bound, caps: Caps) -> str:

@@ -3,7 +3,8 @@
 On a terminal one status line redraws in place on stderr (report lines are
 printed above it); anywhere else — a CI log, `ray job logs` — the same status
 is a plain line every so often. Either way: segments done / failed / skipped of
-the total, completions in flight and the in-flight limit, tokens so far and
+the total, completions in flight lately (mean and peak), the in-flight limit and
+what held the run there (ADR 0048), tokens so far and
 per second, the cost so far when the run has a price, and an ETA from the
 rate segments have been finishing at.
 """
@@ -70,8 +71,16 @@ class Progress:
         self.interval = default if self.every is None else self.every
 
     def status(
-        self, done: int, written: int, failed: int, skipped: int, stats: dict[str, Any]
+        self,
+        done: int,
+        written: int,
+        failed: int,
+        skipped: int,
+        stats: dict[str, Any],
+        paced: str | None = None,
     ) -> str:
+        """The status line; `paced` (the pacing part's words: what the run kept in flight
+        lately and what held it) stands in for the gateway's instant count when given."""
         now = self.clock()
         tokens = int(stats.get("input_tokens", 0)) + int(stats.get("output_tokens", 0))
         span = max(now - self._last_time, 1e-6)
@@ -87,10 +96,10 @@ class Progress:
         )
         cost = stats.get("cost_usd")
         spent = f" · ${cost:.4f}" if isinstance(cost, (int, float)) else ""
+        flight = paced or f"{stats.get('in_flight', 0)} in flight (limit {stats.get('limit', '?')})"
         return (
             f"{PREFIX}{done}/{self.total} segment(s) ({written} written, {failed} failed, "
-            f"{skipped} skipped) · {stats.get('in_flight', 0)} in flight "
-            f"(limit {stats.get('limit', '?')}) · {_human(tokens)} tok, {_human(rate)} tok/s"
+            f"{skipped} skipped) · {flight} · {_human(tokens)} tok, {_human(rate)} tok/s"
             f"{spent} · {eta}"
         )
 

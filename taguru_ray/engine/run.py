@@ -13,6 +13,8 @@ Each concern of the driver is a part with its own state and module:
   beside the driver;
 - `stopping.py` — signals, fail-fast, the budget, a lost lease;
 - `monitor.py` — the progress display and the in-flight limit's moves;
+- `pacing.py` — a sample of the run each second: what it kept in flight and what
+  bounded it (ADR 0048), for the progress line, the summary and the sidecar;
 - `summary.py` — the ordered report, a row per segment, the closing lines and
   the exit code.
 
@@ -37,6 +39,7 @@ from taguru_ray.contract.names import output_name
 from taguru_ray.engine.dispatch import Dispatch
 from taguru_ray.engine.head_actors import HeadActors
 from taguru_ray.engine.monitor import Monitor
+from taguru_ray.engine.pacing import WORKER, Judged, Pacing, caps_of
 from taguru_ray.engine.reading import Reading
 from taguru_ray.engine.scan import Console, Tally, existing_contribution, new_run_id
 from taguru_ray.engine.segment import FAILURE_PREFIX
@@ -98,6 +101,11 @@ class ExtractRun:
             self.skipping,
             self.console.err,
             lambda: self.stop.requested,
+        )
+        self.pacing = Pacing(
+            caps_of(settings),
+            lambda: self.dispatch.window_waited(),
+            lambda: self.dispatch.all_handed_out,
         )
         self.dispatch = Dispatch(
             self.reading,
@@ -174,20 +182,25 @@ class ExtractRun:
             if await asyncio.wrap_future(self.reading.early):
                 self.workers.start()  # it stopped at a segment that needs one
             heap.settle()  # the manifest is in: out of every later collection's walk
-            watcher = asyncio.create_task(self.monitor.watch(self.actors.gateway))
+            gateway = self.actors.gateway
+            pacer = asyncio.create_task(self.pacing.run(gateway, self._paced_actors))
+            watcher = asyncio.create_task(self.monitor.watch(gateway, self.pacing.now))
             tripwire = asyncio.create_task(self.stop.fail_fast())
             try:
                 await self.dispatch.run()
             finally:
+                pacer.cancel()
                 watcher.cancel()
                 self.workers.stop_watchdog()
                 tripwire.cancel()
                 self.monitor.clear()
+            await self.pacing.tick(gateway, self._paced_actors())  # the run's last sample
             await self._compact()
             stats = await self.actors.final_stats(self.workers.flushes)
             self.monitor.update()
-            await self._finish_sidecar(stats)
-            return self.summary.close(stats)
+            steady = self.pacing.judged(budget_stopped=bool(stats.get("halted")))
+            await self._finish_sidecar(stats, steady)
+            return self.summary.close(stats, steady.line if steady else None)
         finally:
             # A run leaves no actor behind: the CLI's process would end them with its job,
             # but a run from Python (a notebook, a Ray task) lives on in the caller's Ray.
@@ -246,13 +259,21 @@ class ExtractRun:
                 "compacts it and skips what was written"
             )
 
-    async def _finish_sidecar(self, stats: dict[str, Any]) -> None:
+    def _paced_actors(self) -> list[tuple[str, Any]]:
+        """The run's actors the pacing part asks for their CPU (the gateway answers with
+        its pace): the workers, the ledger, the diagnostics writer."""
+        found = [(f"{WORKER}{i}", handle) for i, handle in enumerate(self.workers.handles)]
+        found += [(role, actor) for role, actor in self.actors.others() if actor is not None]
+        return found
+
+    async def _finish_sidecar(self, stats: dict[str, Any], steady: Judged | None) -> None:
         """With --diagnostics-out, the sidecar's last record (`gateway_record`), then closed."""
         diagnostics = self.actors.diagnostics
         if diagnostics is None:
             return
+        fields = steady.fields if steady else None
         try:
-            await diagnostics.write.remote([gateway_record(self.run_id, stats)])
+            await diagnostics.write.remote([gateway_record(self.run_id, stats, fields)])
             await diagnostics.close.remote()
         except ray.exceptions.RayError as error:
             self.summary.store_failed = True

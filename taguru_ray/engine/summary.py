@@ -82,9 +82,10 @@ class Summary:
             return SegmentRow(self._sources[index], "unchanged")
         return row
 
-    def close(self, stats: dict[str, Any]) -> int:
+    def close(self, stats: dict[str, Any], paced: str | None = None) -> int:
         """Say the summary over the gateway's last counters (`stats`, empty when it could
-        not be asked); the run's exit code."""
+        not be asked) and what bounded the run (`paced`, the pacing part's line, when the
+        run had a steady state); the run's exit code."""
         self.stats = stats
         tally = self._tally
         stopped = self._stop.requested
@@ -106,6 +107,8 @@ class Summary:
             f"{stats.get('input_tokens', 0)} input + {stats.get('output_tokens', 0)} output "
             f"tokens in {elapsed:.1f} s · {priced}"
         )
+        if paced is not None:
+            self._console.err(f"{FAILURE_PREFIX}{paced}")
         if stopped:
             self._console.err(
                 f"{FAILURE_PREFIX}stopped after reaching {tally.reached} of {tally.total} "
@@ -123,9 +126,12 @@ class Summary:
         return exit_code(tally.failed + int(self.store_failed), stopped)
 
 
-def gateway_record(run_id: str, stats: dict[str, Any]) -> dict[str, Any]:
+def gateway_record(
+    run_id: str, stats: dict[str, Any], steady: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The sidecar's last record: the gateway's counters as the run ends (none when the
-    gateway could not be asked — a record of zeros says so)."""
+    gateway could not be asked — a record of zeros says so), and what the steady state
+    kept in flight and what bounded it (`pacing.record_fields`), when it had one."""
     outcomes = {str(name): int(count) for name, count in stats.get("outcomes", {}).items()}
     limit = stats.get("limit")
     return GatewayRecord(
@@ -138,4 +144,5 @@ def gateway_record(run_id: str, stats: dict[str, Any]) -> dict[str, Any]:
         max_in_flight=int(stats.get("max_in_flight", 0)),
         input_tokens=int(stats.get("input_tokens", 0)),
         output_tokens=int(stats.get("output_tokens", 0)),
+        **(steady or {}),
     ).record()

@@ -115,9 +115,11 @@ class SegmentWorker:
     async def pid(self) -> int:
         return os.getpid()
 
-    async def cpu(self) -> CpuReading:
-        """This process's host, cores and CPU seconds (`cpu.own_cpu`, ADR 0048)."""
-        return own_cpu()
+    async def pace(self) -> dict[str, Any]:
+        """This process's CPU (`cpu.own_cpu`) and its requests on the wire, integrated,
+        with their peak since the last ask: what the driver samples (ADR 0048)."""
+        wire = self._admission.wire.take(time.monotonic())
+        return {"cpu": tuple(own_cpu()), "wire_s": wire["wire_s"], "peak": wire["peak"]}
 
     async def halt(self) -> None:
         """The run stops: no request of this worker starts on a kept permit any more."""

@@ -15,6 +15,7 @@ import secrets
 import time
 from typing import Any
 
+from taguru_ray.gateway.pace import Pace
 from taguru_ray.gateway.pool import QUOTA_LOW_WATER, Stopped
 from taguru_ray.gateway.wire import Grant, KeptOutcome, Outcome, Waiter, Word
 from taguru_ray.llm.client import Usage
@@ -74,6 +75,10 @@ class GatewayAdmission:
         self._reporting: asyncio.Task[None] | None = None
         self._given: Any = None  # the last give-back call, for `flush` to wait on
         self._heard = 0.0  # when this worker last reported (and heard the gateway's word)
+        # This worker's requests on the wire, exactly (the gateway sees permits, some idle
+        # here): from a permit's take to its release, integrated (ADR 0048).
+        self.wire = Pace(time.monotonic())
+        self._using = 0
 
     async def register(self) -> None:
         """Tell the gateway this worker (re)started, freeing a dead predecessor's permits."""
@@ -98,6 +103,8 @@ class GatewayAdmission:
         self.rung_seen = (rung,)
         self._keep = keep
         self._held[lease] = endpoint
+        self._using += 1
+        self.wire.mark(time.monotonic(), self._using, None)
         if not want_seq:
             return lease, endpoint, None
         number = asyncio.get_running_loop().create_future()
@@ -184,6 +191,8 @@ class GatewayAdmission:
 
     async def release(self, lease_id: int, usage: Usage) -> None:
         # Never awaited on the gateway: the request it belonged to is already done.
+        self._using = max(self._using - 1, 0)
+        self.wire.mark(time.monotonic(), self._using, None)
         fields = Outcome.of(usage)
         endpoint = self._held.get(lease_id)
         if (

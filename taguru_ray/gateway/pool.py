@@ -183,7 +183,9 @@ class PermitPool:
                 heapq.heappop(self._queue)
                 continue
             if self.in_flight >= self.current_limit:
-                return "limit"  # the next release dispatches again
+                # The next release dispatches again. Permits kept idle at other workers
+                # hold the head back, not the limit: that is the client's slowness.
+                return "limit" if self._on_wire() >= self.current_limit else None
             now = self.clock()
             self._slide(now)
             index = self._pick(now, head.tokens)
