@@ -5,6 +5,10 @@
 # "h200" instances have more generation slots and a faster first token than the
 # "l40s" ones, and each model's answers vary from run to run (--vary, seeded),
 # so throughput, latency and stability all differ — measured, never ranked.
+# llama-h200 keeps at most 2 requests in flight (max_inflight) on a 16-slot server:
+# its cells are bound by the client's limit, not the GPU, and say so (ADR 0048) —
+# `bound: limit` in the measurements and a hollow marker on the figure; the other
+# cells, with the default `auto`, are bound by their endpoint.
 set -eu
 PY=${PY:-.venv/bin/python}
 OUT=${OUT:-out/bench-demo}
@@ -42,7 +46,7 @@ cat >"$scratch/models.json" <<JSON
   {"id": "qwen-l40s", "model": "qwen-sim", "url": "$(url qwen-l40s)", "gpu": "l40s-sim",
    "gpu_count": 1, "price_per_gpu_hour": 1.1},
   {"id": "llama-h200", "model": "llama-sim", "url": "$(url llama-h200)", "gpu": "h200-sim",
-   "gpu_count": 1, "price_per_gpu_hour": 3.8},
+   "gpu_count": 1, "price_per_gpu_hour": 3.8, "max_inflight": 2},
   {"id": "llama-l40s", "model": "llama-sim", "url": "$(url llama-l40s)", "gpu": "l40s-sim",
    "gpu_count": 1, "price_per_gpu_hour": 1.1}
  ]}

@@ -20,6 +20,7 @@ import pytest
 
 from benchmarks.corpus import segment_name, segment_text, write_corpus
 from benchmarks.run import TRASH, BenchFailed, set_aside, work_dir
+from taguru_ray.engine.bound import BOUNDS
 from tests.support import REPO
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
@@ -40,6 +41,11 @@ RATIOS = (
     "driver_memory_large_vs_small",
     "driver_memory_1m_vs_100k",
     "cpu_ms_per_completion_large_vs_small",
+    "defaults_vs_loadgen",
+    "defaults_vs_ideal",
+    "cpu_per_completion_vs_loadgen",
+    "cell_2_slots_vs_capacity",
+    "cell_4_slots_vs_capacity",
 )
 
 
@@ -116,6 +122,25 @@ def test_saturation_has_taguru_ray_the_loadgen_and_the_ideal(results: dict[str, 
         assert _positive(sat[side]["completions_per_s"])
     assert _positive(sat["loadgen_best_completions_per_s"])
     assert sat["ideal_completions_per_s"] == pytest.approx(4 / 0.1)
+    # Issue 36: the same corpus with default flags, and the bare client's CPU per request.
+    _check_extract(sat["defaults"], segments)
+    assert not {"--max-inflight", "--segment-window"} & set(sat["defaults"]["argv"])
+    assert _positive(sat["loadgen_cpu_ms_per_completion"])
+
+
+def test_benchmark_cells_with_default_flags_say_their_capacity_and_bound(
+    results: dict[str, Any],
+) -> None:
+    """Issue 36: `benchmark extract`, no window or in-flight flag, two servers at once."""
+    found = results["benchmark_cells"]
+    assert [cell["slots"] for cell in found["cells"]] == [2, 4]
+    for cell in found["cells"]:
+        assert cell["ideal_completions_per_s"] == pytest.approx(cell["slots"] / 0.1)
+        assert _positive(cell["completions_per_s"]) and _positive(cell["vs_capacity"])
+        assert cell["bound"] in BOUNDS
+        assert isinstance(cell["bound_why"], str) and cell["bound_why"]
+        key = f"cell_{cell['slots']}_slots_vs_capacity"
+        assert results["ratios"][key]["value"] == cell["vs_capacity"]
 
 
 def test_window_1_and_overhead_are_measured(results: dict[str, Any]) -> None:

@@ -112,6 +112,9 @@ def test_a_corpus_smaller_than_the_caps_says_corpus() -> None:
 
 
 def test_a_full_window_whose_segments_wait_off_the_wire_is_the_client() -> None:
-    """256 segments out, 60 of them on the wire: the worker's queues held them, not W."""
+    """256 segments out, 60 of them on the wire: the worker's queues held them, not W;
+    4 out and 2.7 on the wire on a busy host: the window held them."""
     seen = replace(QUIET, mean=60.0, limit=128, window_wait=0.95, host_busy=0.85)
     assert judge(seen, AUTO).word == "client"
+    busy = replace(QUIET, mean=2.7, limit=32, window_wait=0.95, host_busy=0.97)
+    assert judge(busy, replace(AUTO, window=4)).word == "window"
