@@ -84,6 +84,10 @@ class Params:
     window1_segments: int = 100  # --segment-window 1 runs at 1/L; 2000 would take 400 s
     overhead_segments: int = 200  # the small run CPU per completion is compared with
     sweep_levels: tuple[int, ...] = (8, 16, 32, 64, 128)
+    # Issue 36: `benchmark extract` with default flags, two cells at once against servers
+    # of these slots (latency L each): each cell measured against its own C/L.
+    cell_slots: tuple[int, ...] = (4, 12)
+    cell_segments: int = 400
     # Issue 23: a million unchanged segments, the corpus written once and kept
     # (benchmarks/prepared.py); memory at each tenfold step up to it.
     skip_segments: int = 1_000_000
@@ -100,6 +104,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "sweep_levels": (16, 64, 128),
         "skip_segments": 20_000,
         "memory_segments": (2_000, 20_000),
+        "cell_segments": 200,
     },
     "smoke": {
         "segments": 20,
@@ -112,6 +117,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "skip_segments": 200,
         "memory_segments": (20, 50, 200),
         "run_timeout_s": 300.0,
+        "cell_slots": (2, 4),
+        "cell_segments": 12,
     },
 }
 
@@ -619,7 +626,7 @@ class BenchFailed(RuntimeError):
 
 
 def measure_loadgen(bench: Bench, corpus: Path) -> dict[str, Any]:
-    """The bare asyncio+httpx generator at C in flight on the same corpus and simulator."""
+    """The bare asyncio+aiohttp generator at C in flight on the same corpus and simulator."""
     argv = [
         sys.executable,
         "-m",
@@ -680,11 +687,13 @@ def throughput_flags(bench: Bench, inflight: str, window: int | None = None) -> 
 
 
 def measure_saturation(bench: Bench) -> dict[str, Any]:
-    """C in flight on the main corpus, against C/L and the bare generator (run on both sides)."""
+    """C in flight on the main corpus, against C/L and the bare generator (run on both sides),
+    then the same corpus with default flags (issue 36): no window, no in-flight flag."""
     p = bench.params
     corpus = bench.corpus(p.segments)
     before = measure_loadgen(bench, corpus)
     extract = measure_extract(bench, corpus, "saturation", *throughput_flags(bench, str(p.slots)))
+    defaults = measure_extract(bench, corpus, "defaults")
     after = measure_loadgen(bench, corpus)
     # The generator's capability is its better run: the stricter yardstick.
     best = max(before["completions_per_s"] or 0.0, after["completions_per_s"] or 0.0)
@@ -692,10 +701,96 @@ def measure_saturation(bench: Bench) -> dict[str, Any]:
         "segments": p.segments,
         "ideal_completions_per_s": bench.ideal,
         "taguru_ray": extract,
+        "defaults": defaults,
         "loadgen_before": before,
         "loadgen_after": after,
         "loadgen_best_completions_per_s": best,
+        "loadgen_cpu_ms_per_completion": _loadgen_cpu_ms(before, after),
+        "defaults_cpu_ms_per_completion_steady": _steady_total_ms(defaults),
     }
+
+
+def _loadgen_cpu_ms(*runs: dict[str, Any]) -> float | None:
+    """The bare client's CPU per request over its sending (its own clock), the lower of its
+    runs: the stricter yardstick, as its rate is."""
+    found = [
+        1000.0 * run["own_clock"]["cpu_s"] / run["own_clock"]["completions"]
+        for run in runs
+        if run.get("own_clock", {}).get("cpu_s") is not None and run["own_clock"]["completions"]
+    ]
+    return min(found) if found else None
+
+
+def _steady_total_ms(run: dict[str, Any]) -> float | None:
+    """CPU per completion of the whole process tree over a run's steady state."""
+    steady = run.get("cpu_steady")
+    if not steady or not steady.get("completions"):
+        return None
+    spent = sum(steady["cpu_end_s"].values()) - sum(steady["cpu_start_s"].values())
+    return 1000.0 * spent / steady["completions"]
+
+
+def measure_benchmark_cells(bench: Bench) -> dict[str, Any]:
+    """`benchmark extract` with default flags, one cell per server of `cell_slots` slots at L,
+    all at once (issue 36): each cell's completions/s against its own C/L, and its bound."""
+    p = bench.params
+    corpus = bench.corpus(p.cell_segments)
+    results = bench.fresh_out("benchmark-cells")
+    latency = f"{p.latency_ms:g}"
+    with contextlib.ExitStack() as stack:
+        sims = [
+            stack.enter_context(SimulatorProcess("--slots", str(c), "--latency-ms", latency))
+            for c in p.cell_slots
+        ]
+        models = {
+            "taguru_benchmark_models": 1,
+            "models": [
+                {"id": f"sim-{c}-slots", "model": MODEL, "url": sim.chat_url, "gpu": f"{c}-slots"}
+                for c, sim in zip(p.cell_slots, sims, strict=True)
+            ],
+        }
+        models_file = bench.work / "benchmark-cells-models.json"
+        models_file.write_text(json.dumps(models), encoding="utf-8")
+        argv = [sys.executable, "-m", "taguru_ray", "benchmark", "extract", "--models"]
+        argv += [str(models_file), "--context", CONTEXT, "--out", str(results)]
+        argv += ["--address", bench.address] if bench.address else []
+        run = run_process(
+            [*argv, str(corpus)],
+            bench.env(),
+            keep={bench.sim.pid, *(sim.pid for sim in sims)},
+            timeout=p.run_timeout_s,
+            cwd=bench.tree,
+        )
+    _check(run, "benchmark extract")
+    manifest = json.loads((results / "manifest.json").read_text(encoding="utf-8"))
+    cells = []
+    for slots, cell in zip(p.cell_slots, manifest["cells"], strict=True):
+        block = cell.get("saturation") or {}
+        ideal = slots / (p.latency_ms / 1000.0)
+        rate = block.get("completions_per_second")
+        cells.append(
+            {
+                "cell_id": cell["cell_id"],
+                "slots": slots,
+                "ideal_completions_per_s": ideal,
+                "completions_per_s": rate,
+                "vs_capacity": _ratio(rate, ideal),
+                **{key: block.get(key) for key in CELL_KEYS},
+            }
+        )
+    return {"segments": p.cell_segments, "cells": cells, "run": _run_summary(run, 0)}
+
+
+CELL_KEYS = (
+    "inflight_settled",
+    "inflight_observed_mean",
+    "inflight_observed_peak",
+    "bound",
+    "bound_why",
+    "client_cpu_share",
+    "host_cpu_busy",
+    "steady_seconds",
+)
 
 
 COMMIT_ORDER = ("name", "arrival", "arrival", "name")
@@ -1030,6 +1125,27 @@ def ratios(results: dict[str, Any]) -> dict[str, Any]:
     table = {
         "throughput_vs_ideal": (_ratio(rate, sat["ideal_completions_per_s"]), 0.9, ">="),
         "throughput_vs_loadgen": (_ratio(rate, sat["loadgen_best_completions_per_s"]), 0.8, ">="),
+        # Issue 36: what a user's first run gives, no window or in-flight flag.
+        "defaults_vs_loadgen": (
+            _ratio(sat["defaults"].get("completions_per_s"), sat["loadgen_best_completions_per_s"]),
+            0.9,
+            ">=",
+        ),
+        "defaults_vs_ideal": (
+            _ratio(sat["defaults"].get("completions_per_s"), sat["ideal_completions_per_s"]),
+            None,
+            None,
+        ),
+        # CPU per completion of everything the default run starts, steady, against the bare
+        # client's per request (SPEC 7: the goal is 1.5).
+        "cpu_per_completion_vs_loadgen": (
+            _ratio(
+                sat.get("defaults_cpu_ms_per_completion_steady"),
+                sat.get("loadgen_cpu_ms_per_completion"),
+            ),
+            1.5,
+            "<=",
+        ),
         "loadgen_vs_ideal": (
             _ratio(sat["loadgen_best_completions_per_s"], sat["ideal_completions_per_s"]),
             None,
@@ -1103,6 +1219,9 @@ def ratios(results: dict[str, Any]) -> dict[str, Any]:
             None,
         ),
     }
+    # Issue 36: each default-flag benchmark cell within 10 % of its server's capacity.
+    for cell in results.get("benchmark_cells", {}).get("cells", []):
+        table[f"cell_{cell['slots']}_slots_vs_capacity"] = (cell["vs_capacity"], 0.9, ">=")
     out: dict[str, Any] = {}
     for key, (value, target, sense) in table.items():
         met = None
@@ -1232,6 +1351,7 @@ def run_bench(
             ("overhead", lambda: measure_overhead(bench, results["saturation"])),
             ("inflight_sweep", lambda: measure_inflight_sweep(bench, results["saturation"])),
             ("commit_order", lambda: measure_commit_order(bench)),
+            ("benchmark_cells", lambda: measure_benchmark_cells(bench)),
         ]
         for key, step in steps:
             bench.log(f"bench: {key} ...")
