@@ -764,7 +764,9 @@ def measure_benchmark_cells(bench: Bench) -> dict[str, Any]:
     _check(run, "benchmark extract")
     manifest = json.loads((results / "manifest.json").read_text(encoding="utf-8"))
     cells = []
-    for slots, cell in zip(p.cell_slots, manifest["cells"], strict=True):
+    by_model = {cell["model_id"]: cell for cell in manifest["cells"]}  # cells sort by id
+    for slots in p.cell_slots:
+        cell = by_model[f"sim-{slots}-slots"]
         block = cell.get("saturation") or {}
         ideal = slots / (p.latency_ms / 1000.0)
         rate = block.get("completions_per_second")
