@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from taguru_ray.simulate.harness import SimulatorProcess
 
@@ -102,3 +104,43 @@ def quiesce(simulator: SimulatorProcess) -> None:
             still += 1
         else:
             last, still = stats["requests"], 0
+
+
+def checkpointed(out: Path | str, source: str) -> dict[str, Any]:
+    """A segment's checkpoint as it stands in --out (a path or an fsspec URL): the
+    `checkpoint` records of its attempts log since the last `settled` one (ADR 0049), over
+    the checkpoint file a run with the attempts log off (or an earlier build) wrote —
+    ``{"units": {piece: unit}, "splits": {piece: cap}}``, whatever the fingerprint."""
+    import json
+
+    from taguru_ray.contract.names import TRACE, attempts_name
+    from taguru_ray.store.checkpoints import checkpoint_path
+    from taguru_ray.store.outdir import OutDir
+
+    store = OutDir(str(out))
+    found: dict[str, Any] = {"units": {}, "splits": {}}
+    document = store.read(checkpoint_path(source))
+    if document is not None:
+        with contextlib.suppress(ValueError):  # a file being replaced: read again next time
+            loaded = json.loads(document)
+            found = {"units": dict(loaded["units"]), "splits": dict(loaded.get("splits", {}))}
+    log = store.read(f"{TRACE}/{attempts_name(source)}") or b""
+    for line in log.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a line being appended
+        if record.get("type") != "checkpoint":
+            continue
+        if record.get("settled"):
+            found = {"units": {}, "splits": {}}
+        elif "unit" in record:
+            found["units"][record["piece_id"]] = record["unit"]
+        elif "split_cap" in record:
+            found["splits"][record["piece_id"]] = record["split_cap"]
+    return found
+
+
+def checkpoint_units(out: Path | str, source: str) -> int:
+    """How many units a segment has checkpointed (`checkpointed`)."""
+    return len(checkpointed(out, source)["units"])

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from taguru_ray.contract.names import checkpoint_name, output_name
+from taguru_ray.contract.names import output_name
 from taguru_ray.contract.source_file import parse_source_file
 from tests.corpora import ALPHA, BETA
-from tests.support import CONTEXT, Cli
+from tests.support import CONTEXT, Cli, checkpoint_units
 
 pytestmark = pytest.mark.slow
 
@@ -87,8 +87,7 @@ def test_an_invalid_answer_on_every_attempt_fails_the_segment_and_a_rerun_resume
     assert "the answer left 1 invalid item(s) uncorrected: associations[0].weight" in line
     assert "extracted unit(s) are checkpointed — a rerun without --force resumes from them" in line
     assert not (tmp_path / "out" / output_name(alpha)).exists()
-    checkpoint = tmp_path / "out" / ".extract-checkpoints" / checkpoint_name(alpha)
-    units = len(json.loads(checkpoint.read_text())["units"])
+    units = checkpoint_units(tmp_path / "out", alpha)
     chunks = len({a["chunk_index"] for a in attempts(tmp_path, "alpha.md")})
     assert 1 <= units == chunks - 1
 
@@ -97,7 +96,7 @@ def test_an_invalid_answer_on_every_attempt_fails_the_segment_and_a_rerun_resume
     rerun = extract(cli, tmp_path)
     assert rerun.returncode == 0, rerun.stderr
     assert cli.simulator.stats()["requests"] == 1  # only the chunk that failed
-    assert not checkpoint.exists()
+    assert checkpoint_units(tmp_path / "out", alpha) == 0  # settled once written
     assert assert_every_source_file_imports(tmp_path) == 2
 
 

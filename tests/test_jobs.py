@@ -33,9 +33,9 @@ import httpx
 import pytest
 import yaml
 
-from taguru_ray.contract.names import checkpoint_name, output_name
+from taguru_ray.contract.names import output_name
 from taguru_ray.simulate.harness import SimulatorProcess
-from tests.support import CONTEXT, REPO, assert_imports_whole
+from tests.support import CONTEXT, REPO, assert_imports_whole, checkpoint_units
 
 JOBS = REPO / "jobs"
 CLUSTER = REPO / "cluster"
@@ -490,8 +490,7 @@ def test_a_submitted_job_extracts_from_the_working_dir_and_a_resubmit_skips_ever
 
 
 def units_in(out: Path, source: str) -> int:
-    path = out / ".extract-checkpoints" / checkpoint_name(source)
-    return len(json.loads(path.read_text())["units"]) if path.exists() else 0
+    return checkpoint_units(out, source)
 
 
 @pytest.mark.slow

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from taguru_ray.contract.names import checkpoint_name, output_name
+from taguru_ray.contract.names import output_name
 from taguru_ray.simulate.harness import SimulatorProcess
-from tests.support import CONTEXT, REPO, Cli, quiesce
+from tests.support import CONTEXT, REPO, Cli, checkpoint_units, checkpointed, quiesce
 
 pytestmark = pytest.mark.slow
 
@@ -46,13 +46,7 @@ def args(out: Path, segment: Path) -> list[str]:
 
 
 def units_in(out: Path, source: str) -> int:
-    path = out / ".extract-checkpoints" / checkpoint_name(source)
-    if not path.exists():
-        return 0
-    try:
-        return len(json.loads(path.read_text())["units"])
-    except ValueError:
-        return 0  # caught mid-replace is impossible (atomic rename), but stay safe
+    return checkpoint_units(out, source)
 
 
 def test_rerun_after_sigkill_asks_only_for_missing_chunks_and_writes_the_same_bytes(
@@ -172,7 +166,7 @@ def test_a_killed_split_chunk_resumes_from_its_checkpointed_sub_pieces(
     os.kill(driver.pid, signal.SIGKILL)
     driver.wait()
     quiesce(slow_simulator)
-    checkpoint = json.loads((out / ".extract-checkpoints" / checkpoint_name(source)).read_text())
+    checkpoint = checkpointed(out, source)
     assert checkpoint.get("splits")  # the split was recorded before its sub-pieces ran
     paid = {
         hashlib.sha256(unit["user"].encode()).hexdigest()[:16]

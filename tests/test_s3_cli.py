@@ -23,7 +23,6 @@ from taguru_ray.contract.names import (
     MANIFEST,
     MANIFEST_JOURNAL,
     attempts_name,
-    checkpoint_name,
     output_name,
 )
 from taguru_ray.contract.source_file import parse_source_file
@@ -32,7 +31,7 @@ from taguru_ray.store.lease import LeaseLock
 from taguru_ray.store.outdir import OutDir
 from tests import s3 as server
 from tests.s3 import S3
-from tests.support import CONTEXT, REPO, Cli, quiesce
+from tests.support import CONTEXT, REPO, Cli, checkpointed, quiesce
 
 pytestmark = pytest.mark.slow
 
@@ -122,11 +121,9 @@ def long_segment() -> bytes:
     ).encode()
 
 
-def units_in(url: str) -> dict[str, Any]:
-    try:
-        return json.loads(read(url) or b"{}").get("units", {})
-    except ValueError:
-        return {}
+def units_in(out: str, source: str) -> dict[str, Any]:
+    """The segment's checkpointed units (its attempts log's records, ADR 0049)."""
+    return checkpointed(out, source)["units"]
 
 
 def test_a_sigkilled_run_on_s3_resumes_from_its_checkpoint_journal_and_log(
@@ -154,7 +151,6 @@ def test_a_sigkilled_run_on_s3_resumes_from_its_checkpoint_journal_and_log(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    checkpoint = f"{out}/.extract-checkpoints/{checkpoint_name(source)}"
     deadline = time.monotonic() + 120
     journal = OutDir(out)
 
@@ -163,14 +159,14 @@ def test_a_sigkilled_run_on_s3_resumes_from_its_checkpoint_journal_and_log(
         # busy machine can land after the long segment's first checkpoints.
         return len(journal.names(MANIFEST_JOURNAL)) == 1
 
-    while len(units_in(checkpoint)) < 3 or not journaled():
+    while len(units_in(out, source)) < 3 or not journaled():
         assert driver.poll() is None, b"\n".join(driver.communicate()).decode()[-4000:]
         assert time.monotonic() < deadline, "no checkpoint units appeared"
         time.sleep(0.05)
     os.kill(driver.pid, signal.SIGKILL)
     driver.wait()
     quiesce(slow_simulator)  # the dead driver's workers are gone with its job
-    units = units_in(checkpoint)
+    units = units_in(out, source)
     assert 3 <= len(units) < total - 1
     assert read(f"{out}/{output_name(source)}") is None
     left = OutDir(out)
@@ -202,6 +198,17 @@ def test_a_sigkilled_run_on_s3_resumes_from_its_checkpoint_journal_and_log(
     assert left.names(MANIFEST_JOURNAL) == set()
 
 
+def trace_records(out: str) -> list[dict[str, Any]]:
+    """Every record of every attempts log under --out."""
+    fs = fsspec.filesystem("s3")
+    fs.invalidate_cache()
+    found: list[dict[str, Any]] = []
+    for path in fs.find(f"{out}/.extract-trace"):
+        if path.endswith(".attempts.jsonl"):
+            found += lines(f"s3://{path}")
+    return found
+
+
 def snapshot(out: str) -> dict[str, bytes]:
     """Every object under --out but the lock, by key: what the runs wrote."""
     fs = fsspec.filesystem("s3")
@@ -229,7 +236,7 @@ def test_a_holder_frozen_past_its_lease_writes_nothing_once_it_wakes(
         cli.command(*run_args), env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     deadline = time.monotonic() + 120
-    while not OutDir(out).names(".extract-checkpoints"):
+    while not any(r["type"] == "checkpoint" for r in trace_records(out)):
         assert holder.poll() is None, holder.communicate()
         assert time.monotonic() < deadline, "run A checkpointed nothing"
         time.sleep(0.1)

@@ -51,9 +51,15 @@ def args(out: Path, docs: Path, *extra: str) -> list[str]:
 
 
 def units(out: Path) -> int:
+    """Units checkpointed and not yet settled, over every segment (ADR 0049)."""
     total = 0
-    for path in (out / ".extract-checkpoints").glob("*.json"):
-        total += len(json.loads(path.read_text())["units"])
+    for path in (out / ".extract-trace").glob("*.attempts.jsonl"):
+        held = 0  # this segment's
+        for line in path.read_text().splitlines():
+            record = json.loads(line) if line.endswith("}") else {}
+            if record.get("type") == "checkpoint":
+                held = 0 if record.get("settled") else held + ("unit" in record)
+        total += held
     return total
 
 

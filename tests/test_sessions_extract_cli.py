@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 
 from taguru_ray.cli import main as cli
-from taguru_ray.contract.names import CHECKPOINTS, TRACE, checkpoint_name, output_name
+from taguru_ray.contract.names import TRACE, output_name
 from taguru_ray.contract.source_file import parse_source_file
 from taguru_ray.sessions.checks import collapse
 from taguru_ray.sessions.index import SessionStore
 from taguru_ray.simulate.harness import SimulatorProcess
-from tests.support import CONTEXT, REPO, Cli, assert_imports_whole, quiesce
+from tests.support import CONTEXT, REPO, Cli, assert_imports_whole, checkpoint_units, quiesce
 
 FIXTURES = REPO / "tests" / "fixtures" / "sessions"
 
@@ -177,13 +177,12 @@ def test_a_killed_run_resumes_and_asks_only_what_was_not_checkpointed(
     slow_simulator.reset()
     proc = extract(runner, store, out, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    start_new_session=True)  # fmt: skip
-    checkpoint = out / CHECKPOINTS / checkpoint_name(source)
     deadline = time.monotonic() + 120
-    while units(checkpoint) < 3 and proc.poll() is None and time.monotonic() < deadline:
+    while units(out, source) < 3 and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(30)
-    saved = units(checkpoint)
+    saved = units(out, source)
     assert 3 <= saved < asked, "the kill did not land mid-session"
     quiesce(slow_simulator)
 
@@ -194,8 +193,5 @@ def test_a_killed_run_resumes_and_asks_only_what_was_not_checkpointed(
     assert (out / output_name(source)).read_bytes() == (clean / output_name(source)).read_bytes()
 
 
-def units(path: Path) -> int:
-    try:
-        return len(json.loads(path.read_text())["units"])
-    except (OSError, ValueError):
-        return 0
+def units(out: Path, source: str) -> int:
+    return checkpoint_units(out, source)

@@ -79,7 +79,13 @@ def dry_run(settings: Settings, console: Console) -> int:
         reusable = (
             0
             if settings.run.force
-            else count_reusable(out, source, fingerprint, [chunk.sha256 for chunk in chunks])
+            else count_reusable(
+                out,
+                source,
+                fingerprint,
+                [chunk.sha256 for chunk in chunks],
+                logged=settings.records.trace_attempts,
+            )
         )
         system = system_prompt(
             steering_for(

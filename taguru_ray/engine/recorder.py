@@ -57,8 +57,10 @@ class StoreRecorder:
         self._log_error: BaseException | None = None
 
     def load(self, fingerprint: dict[str, Any], *, discard: bool) -> tuple[Resume, str | None]:
-        """The checkpoint's usable units and splits; `discard` (--force) starts from none."""
-        self._checkpoint = Checkpoint(self._out, self._source, fingerprint)
+        """The checkpoint's usable units and splits; `discard` (--force) starts from none.
+        With the attempts log on, the checkpoint is its `checkpoint` records (ADR 0049)."""
+        logged = self._log is not None
+        self._checkpoint = Checkpoint(self._out, self._source, fingerprint, logged=logged)
         if discard:
             return Resume(), None
         note = self._checkpoint.load()
@@ -125,21 +127,35 @@ class StoreRecorder:
 
     async def save_unit(self, piece_id: str, unit: Record) -> None:
         checkpoint = self._ensure_checkpoint()
+        if self._log is not None:  # one record more in the log, not a file (ADR 0049)
+            await self._append(self._log, [checkpoint.logged_unit(piece_id, unit)])
+            return
         async with self._lock:
             await self._out.offload(checkpoint.save, piece_id, unit)
 
     async def save_split(self, piece_id: str, cap: int) -> None:
         checkpoint = self._ensure_checkpoint()
+        if self._log is not None:
+            await self._append(self._log, [checkpoint.logged_split(piece_id, cap)])
+            return
         async with self._lock:
             await self._out.offload(checkpoint.save_split, piece_id, cap)
 
     async def save_overview(self, chunk_sha256: str, answer: str) -> None:
         checkpoint = self._ensure_checkpoint()
+        if self._log is not None:
+            await self._append(self._log, [checkpoint.logged_overview(chunk_sha256, answer)])
+            return
         async with self._lock:
             await self._out.offload(checkpoint.save_overview, chunk_sha256, answer)
 
     async def bind_overview(self, digest: str, *, keep: bool) -> bool:
         checkpoint = self._ensure_checkpoint()
+        if self._log is not None:
+            stale, record = checkpoint.logged_binding(digest, keep=keep)
+            if record is not None:
+                await self._append(self._log, [record])
+            return stale
         async with self._lock:
             return await self._out.offload(
                 functools.partial(checkpoint.bind_overview, digest, keep=keep)
@@ -156,16 +172,25 @@ class StoreRecorder:
         return []
 
     async def record(self, inputs: dict[str, Any], previous_output: str | None) -> None:
-        # Manifest first, then the deletes: a kill in between costs nothing. Done here,
-        # not by the driver, so the single driver spends no CPU on a segment's files.
+        # Manifest first, then the deletes and the checkpoint spent: a kill in between
+        # costs nothing. Done here, not by the driver, so the single driver spends no CPU
+        # on a segment's files.
         await self._out.offload(self._journal.write, self._source, inputs)
         moved = previous_output and previous_output != inputs["output"]
-        await self._out.offload(self._drop, previous_output if moved else None)
+        checkpoint = self._checkpoint
+        # A checkpoint file: the one this build writes with the attempts log off, or one
+        # an earlier build left (read at load).
+        file = checkpoint is None or not checkpoint.logged or checkpoint.file_found
+        await self._out.offload(self._drop, previous_output if moved else None, file)
+        if checkpoint is not None and checkpoint.holds and self.attempts_log_exists():
+            assert self._log is not None
+            await self._append(self._log, [checkpoint.settled_record()])
 
-    def _drop(self, replaced: str | None) -> None:
+    def _drop(self, replaced: str | None, checkpoint_file: bool) -> None:
         if replaced:
             self._out.delete(replaced)
-        Checkpoint(self._out, self._source, {}).delete()
+        if checkpoint_file:
+            Checkpoint(self._out, self._source, {}).delete()
 
     def attempts_log_exists(self) -> bool:
         return self._log is not None and self._log.opened

@@ -71,6 +71,8 @@ async def extract_segment(
     program = extract_session(task) if is_staged(job.data) else extract(task)
     outcome = await interpreter.perform(program)
     outcome.completions = interpreter.completions
+    if outcome.status == "written" and outcome.inputs is not None:
+        await recorder.record(outcome.inputs, job.previous_output)
     if outcome.status == "written" and model.replay is not None:
         replayer = model.replay
         total = replayer.replayed + replayer.went_live
@@ -81,8 +83,6 @@ async def extract_segment(
             f"{FAILURE_PREFIX}{job.source}: replayed {replayer.replayed}/"
             f"{total} completions ({replayer.went_live} live)"
         )
-    if outcome.status == "written" and outcome.inputs is not None:
-        await recorder.record(outcome.inputs, job.previous_output)
     return outcome
 
 

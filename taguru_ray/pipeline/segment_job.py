@@ -32,6 +32,12 @@ class Resume:
     splits: dict[str, int] = field(default_factory=dict)  # piece id -> split cap
     overview: dict[str, str] = field(default_factory=dict)  # chunk sha256 -> overview answer
 
+    @property
+    def holds(self) -> bool:
+        """Something to resume from: the attempts log carrying it is continued, not
+        emptied (ADR 0049)."""
+        return bool(self.units or self.splits or self.overview)
+
 
 @dataclass
 class SegmentOutcome:

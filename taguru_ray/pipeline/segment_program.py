@@ -111,7 +111,7 @@ def extract(task: SegmentTask) -> Program[SegmentOutcome]:
     state.units = found
     state.offered = Offered(inputs.allowlist | frozenset(fold(n) for n in steering.candidates))
     head = yield from _head_records(state)
-    yield Begin(head, not resume.units and task.replay is None)
+    yield Begin(head, not resume.holds and task.replay is None)
     if book is not None:
         outcome.notes.extend(
             f"{FAILURE_PREFIX}{job.source}: settings differ from the recorded run: {difference}"

@@ -112,7 +112,7 @@ def extract_session(task: SegmentTask) -> Program[SegmentOutcome]:
         ).record(),
         settings_record(settings, task.inputs.digests, None).record(),
     ]
-    yield Begin(head, not resume.units)
+    yield Begin(head, not resume.holds)
     run = _Run(task, resume.units)
     carried: list[str] = []
     drafts: list[Draft] = []

@@ -1,13 +1,14 @@
-"""A checkpoint file's document and its units (CONTRACT.md section 3)."""
+"""A checkpoint file's document and its units (CONTRACT.md section 3), and the
+`checkpoint` record that carries the same state in a segment's attempts log (ADR 0049)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 
 from taguru_ray.contract.records.trace import AttemptRef
-from taguru_ray.contract.records.typed import WHEN_NONEMPTY, Typed
+from taguru_ray.contract.records.typed import WHEN_NONEMPTY, WHEN_SET, Typed
 
 
 class CheckpointUnit(Typed):
@@ -32,3 +33,27 @@ class CheckpointDocument(Typed):
     # Pieces an earlier run split (piece id -> split cap): an extension the reference's
     # reader ignores, written only when there are some.
     splits: Annotated[dict[str, int], WHEN_NONEMPTY] = Field(default_factory=dict)
+
+
+class CheckpointRecord(Typed):
+    """One change of a segment's checkpoint, appended to its attempts log (ADR 0049; a
+    taguru-ray addition, which readers of the log skip as an unknown type).
+
+    Exactly one change per record: a unit landed (`piece_id` and `unit`), a piece was
+    split (`piece_id` and `split_cap`), a chunk's overview answered (`chunk_sha256` and
+    `overview`), the units bound to an overview (`overview_digest`, `cleared` when the
+    units bound to another were dropped), or the segment written (`settled`: what came
+    before is spent). `fingerprint` is the sha256 of the compute inputs the state is
+    bound to (CONTRACT section 3): a record under another fingerprint is not reused.
+    """
+
+    TYPE: ClassVar[str] = "checkpoint"
+    fingerprint: str
+    piece_id: Annotated[str | None, WHEN_SET] = None
+    unit: Annotated[dict[str, Any] | None, WHEN_SET] = None
+    split_cap: Annotated[int | None, WHEN_SET] = None
+    chunk_sha256: Annotated[str | None, WHEN_SET] = None
+    overview: Annotated[str | None, WHEN_SET] = None
+    overview_digest: Annotated[str | None, WHEN_SET] = None
+    cleared: Annotated[bool | None, WHEN_SET] = None
+    settled: Annotated[bool | None, WHEN_SET] = None
