@@ -5,7 +5,7 @@
 # "h200" instances have more generation slots and a faster first token than the
 # "l40s" ones, and each model's answers vary from run to run (--vary, seeded),
 # so throughput, latency and stability all differ — measured, never ranked.
-# llama-h200 keeps at most 2 requests in flight (max_inflight) on a 16-slot server:
+# llama-h200 keeps at most 2 requests in flight (max_inflight) on an 8-slot server:
 # its cells are bound by the client's limit, not the GPU, and say so (ADR 0048) —
 # `bound: limit` in the measurements and a hollow marker on the figure; the other
 # cells, with the default `auto`, are bound by their endpoint.
@@ -24,10 +24,11 @@ start() {
         --vary "$5" --vary-seed 7 --vary-run seen >"$scratch/$1" &
     pids="$pids $!"
 }
-start qwen-h200 16 20 4000 0.15
-start qwen-l40s 4 60 1500 0.15
-start llama-h200 16 30 3000 0.35
-start llama-l40s 4 90 1000 0.35
+# Few slots and slow answers, so each cell's endpoint (not this machine) sets its pace.
+start qwen-h200 8 300 4000 0.15
+start qwen-l40s 2 600 1500 0.15
+start llama-h200 8 400 3000 0.35
+start llama-l40s 2 900 1000 0.35
 for name in qwen-h200 qwen-l40s llama-h200 llama-l40s; do
     tries=0
     until [ -s "$scratch/$name" ]; do
@@ -52,9 +53,18 @@ cat >"$scratch/models.json" <<JSON
  ]}
 JSON
 
+# 60 one-chunk segments: enough completions for each cell's steady state to be measured.
+mkdir "$scratch/corpus"
+i=0
+while [ "$i" -lt 60 ]; do
+    printf '# Part %s\n\nAlpha%s works with Beta%s at Gamma%s.\n\nDelta%s depends on Epsilon%s.\n' \
+        "$i" "$i" "$i" "$i" "$i" "$i" >"$scratch/corpus/part-$(printf %02d "$i").md"
+    i=$((i + 1))
+done
+
 rm -rf "$OUT"
 echo "bench-demo: 4 cells at a time (disjoint endpoints), 2 runs each, into $OUT" >&2
 $PY -m taguru_ray benchmark extract --models "$scratch/models.json" --context "$CONTEXT" \
-    --out "$OUT" --runs 2 --chunk-bytes 1024 examples/corpus
+    --out "$OUT" --runs 2 "$scratch/corpus"
 $PY -m taguru_ray benchmark compare "$OUT"
 echo "bench-demo: measurements in $OUT/measurements.json (.csv, .parquet), the figure in $OUT/measurements.png" >&2

@@ -118,3 +118,12 @@ def test_a_full_window_whose_segments_wait_off_the_wire_is_the_client() -> None:
     assert judge(seen, AUTO).word == "client"
     busy = replace(QUIET, mean=2.7, limit=32, window_wait=0.95, host_busy=0.97)
     assert judge(busy, replace(AUTO, window=4)).word == "window"
+
+
+def test_a_server_queueing_below_every_cap_is_the_endpoint() -> None:
+    """27 of 60 segments on the wire of an 8-slot server, the host idle: latency 3.4×."""
+    seen = replace(QUIET, mean=27.0, corpus_out=True, latency_growth=3.4, host_busy=0.4)
+    bound = judge(seen, AUTO)
+    assert bound.word == "endpoint" and "queued" in bound.why
+    assert judge(replace(seen, host_busy=0.95), AUTO).word == "client"  # the client queued
+    assert judge(replace(seen, latency_growth=1.1), AUTO).word == "corpus"

@@ -23,9 +23,11 @@ names the one thing that held the in-flight level, in a fixed order:
    more completions per second, and a fixed limit with latency risen well
    above its low is an endpoint queueing — either is the endpoint; otherwise
    the limit;
-7. **client** — nothing waited but the host's cores were busy;
-8. **corpus** — every segment was handed out before the steady state began;
-9. **client** — nothing waited, yet the permits were not kept busy.
+7. **endpoint** — below every cap, with the host idle, latency rose well above
+   its low: the server queued what it was sent;
+8. **client** — nothing waited but the host's cores were busy;
+9. **corpus** — every segment was handed out before the steady state began;
+10. **client** — nothing waited, yet the permits were not kept busy.
 
 A word is a plain description, never a verdict on the model or the GPU.
 """
@@ -206,7 +208,13 @@ def judge(seen: Observed, caps: Caps, *, budget_stopped: bool = False) -> Bound:
         return Bound("limit", f"the in-flight limit of {seen.limit} was full")
     if window_held:
         return _window(caps)
-    if seen.host_busy is not None and seen.host_busy >= HOST_BUSY:
+    host_busy = seen.host_busy is not None and seen.host_busy >= HOST_BUSY
+    if not host_busy and seen.latency_growth is not None and seen.latency_growth >= QUEUEING:
+        # Below every cap, with the client's host idle: what made each request slower as
+        # more went out was a queue at the server — its slots were full.
+        rose = f"{seen.latency_growth:.1f}×"
+        return Bound("endpoint", f"its latency rose to {rose} its low: it queued requests")
+    if host_busy:
         return Bound("client", f"the host's cores were {_pct(seen.host_busy)} busy")
     if seen.corpus_out:
         return Bound("corpus", "every segment was in flight: fewer than the run could keep busy")
