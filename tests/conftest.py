@@ -10,10 +10,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
+import os
+
 import pytest
+from hypothesis import HealthCheck, settings
 
 from taguru_ray.simulate.harness import SimulatorProcess
 from tests.support import Cli
+
+# Property tests (hypothesis): `make test` runs a bounded number of examples per
+# property, with no deadline (a shared 2-core machine is slow at random moments);
+# `make fuzz` runs many more (HYPOTHESIS_PROFILE=fuzz).
+settings.register_profile(
+    "ci", max_examples=40, deadline=None, derandomize=True, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.register_profile(
+    "fuzz", max_examples=2000, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+import importlib
+import os
 import sys
+from collections.abc import Callable, Sequence
 
 from taguru_ray import __version__
+from taguru_ray.cli.boundary import DEBUG_ENV, guarded
+from taguru_ray.text.terminal import printable
+
+VERBS = {
+    "extract": "extract", "simulate": "simulate", "inspect": "inspect",
+    "anchoring": "anchoring", "metrics": "metrics", "verify": "verify",
+    "benchmark": "benchmark", "serve": "serve", "import": "import_", "search": "search",
+    "evaluate": "evaluate", "sessions": "sessions",
+}
 
 USAGE = """\
 usage: taguru-ray <verb> [options]
@@ -24,11 +36,15 @@ verbs:
   sessions   import coding-agent sessions into a full-text index; list, search, show them
 
 taguru-ray <verb> --help shows a verb's options.
+taguru-ray --debug <verb> … prints the traceback of an unexpected error (TAGURU_RAY_DEBUG=1).
 """
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    debug = os.environ.get(DEBUG_ENV, "") not in ("", "0")
+    if args and args[0] == "--debug":
+        debug, args = True, args[1:]
     if not args or args[0] in ("-h", "--help", "help"):
         print(USAGE, end="")
         return 0 if args else 2
@@ -36,53 +52,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"taguru-ray {__version__}")
         return 0
     verb, rest = args[0], args[1:]
-    if verb == "extract":
-        from taguru_ray.cli.extract import main as extract_main
+    run = _verb(verb)
+    if run is None:
+        print(f"taguru-ray: unknown verb {printable(repr(verb))} — try 'taguru-ray --help'",
+              file=sys.stderr)
+        return 2
+    return guarded(verb, run, rest, debug=debug)
 
-        return extract_main(rest)
-    if verb == "simulate":
-        from taguru_ray.cli.simulate import main as simulate_main
 
-        return simulate_main(rest)
-    if verb == "inspect":
-        from taguru_ray.cli.inspect import main as inspect_main
-
-        return inspect_main(rest)
-    if verb == "anchoring":
-        from taguru_ray.cli.anchoring import main as anchoring_main
-
-        return anchoring_main(rest)
-    if verb == "metrics":
-        from taguru_ray.cli.metrics import main as metrics_main
-
-        return metrics_main(rest)
-    if verb == "verify":
-        from taguru_ray.cli.verify import main as verify_main
-
-        return verify_main(rest)
-    if verb == "benchmark":
-        from taguru_ray.cli.benchmark import main as benchmark_main
-
-        return benchmark_main(rest)
-    if verb == "serve":
-        from taguru_ray.cli.serve import main as serve_main
-
-        return serve_main(rest)
-    if verb == "import":
-        from taguru_ray.cli.import_ import main as import_main
-
-        return import_main(rest)
-    if verb == "search":
-        from taguru_ray.cli.search import main as search_main
-
-        return search_main(rest)
-    if verb == "evaluate":
-        from taguru_ray.cli.evaluate import main as evaluate_main
-
-        return evaluate_main(rest)
-    if verb == "sessions":
-        from taguru_ray.cli.sessions import main as sessions_main
-
-        return sessions_main(rest)
-    print(f"taguru-ray: unknown verb {verb!r} — try 'taguru-ray --help'", file=sys.stderr)
-    return 2
+def _verb(verb: str) -> Callable[[Sequence[str]], int] | None:
+    """The verb's ``main``, imported only when asked for (Ray is slow to import)."""
+    module = VERBS.get(verb)
+    if module is None:
+        return None
+    return importlib.import_module(f"taguru_ray.cli.{module}").main
