@@ -171,7 +171,7 @@ def test_a_matrix_runs_resumes_widens_and_refuses_a_changed_matrix(
     assert changed.returncode == 2 and "models.json has changed" in changed.stderr
 
 
-def test_a_model_that_never_answers_well_is_a_failed_cell_not_a_failed_matrix(
+def test_a_model_that_never_answers_well_is_a_failed_cell_and_exit_1(
     ray_address: str, tmp_path: Path
 ) -> None:
     corpus, out = write_corpus(tmp_path), tmp_path / "results"
@@ -183,8 +183,14 @@ def test_a_model_that_never_answers_well_is_a_failed_cell_not_a_failed_matrix(
             "extract", "--models", str(models), "--context", CONTEXT, "--out", str(out),
             "--address", ray_address, "--max-attempts", "1", str(corpus),
         )  # fmt: skip
-    assert result.returncode == 0, result.stderr
+    # The matrix ran to its end and kept the failed cell's measurements, and the exit
+    # says a cell failed (issue 37): a script reading 0 would trust a broken model.
+    assert result.returncode == 1, result.stderr
+    assert "1 cell(s), 0 complete, 1 failed" in result.stdout
+    assert "cell broken.run01 failed" in result.stderr and "stderr.log" in result.stderr
+    assert "Traceback" not in result.stderr
     manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["finished_at"] is not None
     (cell,) = manifest["cells"]
     assert cell["outcome"] == "failed"
     runs = lines(out / cell["runs_file"])

@@ -1,9 +1,10 @@
 """``taguru-ray benchmark extract --models FILE --context ID --out DIR [flags] CORPUS_DIR``.
 
 One `taguru-ray extract` per (model, run) cell into a results directory
-(BENCHMARK.md §1). Exit codes: 0 the matrix finished (failed cells are
-measurements), 1 the harness failed, 2 a usage, models.json, corpus or
-drift error (nothing run), 130 stopped — rerun the same command to resume.
+(BENCHMARK.md §1). Exit codes: 0 every cell complete, 1 a cell failed (the
+matrix still ran to its end and every measurement is kept — ADR 0051) or the
+harness failed, 2 a usage, models.json, corpus or drift error (nothing run),
+130 stopped — rerun the same command to resume.
 """
 
 from __future__ import annotations
@@ -299,7 +300,14 @@ def _run(args: Any) -> int:
         f"benchmark extract: {len(cells)} cell(s), {counts['complete']} complete, "
         f"{counts['failed']} failed — {args.out}"
     )
-    return EXIT_OK
+    for cell in cells:
+        if cell["outcome"] == "failed":
+            print(f"{PREFIX}cell {cell['cell_id']} failed — its measurements are kept "
+                  f"(`benchmark compare` reads them); why: {cell['cell_dir']}/stderr.log",
+                  file=sys.stderr)
+    # A failed cell fails the command, as a failed segment fails `extract`: a nightly
+    # script must not read exit 0 over a matrix that holds one (ADR 0051).
+    return EXIT_FAILED if counts["failed"] else EXIT_OK
 
 
 def _unprobed() -> dict[str, Any]:
