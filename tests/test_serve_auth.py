@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import ClientSession
 
+from taguru_ray.contract.source_file import FORMAT_VERSION
 from taguru_ray.serve import ServeConfig
 from taguru_ray.serve.auth import KeyringError, Role, keyring_from_env, presented_token
 from tests.serve_fake import FakeStore, run_server, wire
@@ -139,3 +142,76 @@ def test_a_context_scoped_key_sees_and_touches_its_contexts_only() -> None:
     assert answers[1][0] == 200
     assert (answers[2][0], answers[2][1]["code"]) == (403, "forbidden")
     assert answers[3][0] == 403 and "corpus-f" in answers[3][1]["error"]
+
+
+UUID = "0f8fad5b-d9cb-469f-a165-70867728950e"
+PASSAGE_LINE = {"passage": "青嶺酒造は雲居県霧沢町の蔵元である。"}
+
+
+def _stream(*headers: dict[str, Any]) -> bytes:
+    """One batch per header, each with a passage: a stream POST /import applies."""
+    lines = [line for header in headers for line in (header, PASSAGE_LINE)]
+    return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
+
+
+def _import_as_scoped_key(folder: Path, body: bytes) -> tuple[int, Any, list[str]]:
+    """POST /import with the key granted corpus-c only, on a writable server over a real
+    store: (status, answer, the store's context names afterwards)."""
+    from taguru_ray.context.store import SqliteStore
+
+    store = SqliteStore(folder)
+    answers: list[tuple[int, Any]] = []
+
+    async def scenario(session: ClientSession, base: str) -> None:
+        headers = {"Authorization": "Bearer stok"}
+        async with session.post(base + "/import", data=body, headers=headers) as response:
+            answers.append((response.status, await response.json()))
+
+    try:
+        run_server(store, scenario, ServeConfig(writable=True, keyring=keyring_from_env(ENV)))
+        names = [entry["name"] for entry in store.contexts()["contexts"]]
+    finally:
+        store.close()
+    [(status, answer)] = answers
+    return status, answer, names
+
+
+@pytest.mark.parametrize(
+    ("header", "named"),
+    [
+        # taguru-ray's own source file: a context id and its name in the create block
+        ({"type": "source", "version": FORMAT_VERSION, "id": "doc.md", "context_id": UUID,
+          "create": {"name": "corpus-x"}}, "corpus-x"),
+        ({"type": "source", "id": "doc.md", "context_id": UUID}, UUID),  # named by its id
+        # the ADR 0042 step: a context name in `context`
+        ({"type": "source", "id": "doc.md", "context": "corpus-x",
+          "create": {"description": "d"}}, "corpus-x"),
+        ({"taguru_batch": 1, "context": "corpus-x", "source": "doc.md", "create": {}},
+         "corpus-x"),
+    ],
+)  # fmt: skip
+def test_a_scoped_key_imports_into_no_ungranted_context_in_any_header_shape(
+    tmp_path: Path, header: dict[str, Any], named: str
+) -> None:
+    status, answer, names = _import_as_scoped_key(tmp_path, _stream(header))
+    assert (status, answer["code"]) == (403, "forbidden"), answer
+    assert f"no grant on context '{named}'" in answer["error"]
+    assert names == []  # refused before anything applied
+
+
+def test_one_ungranted_batch_refuses_the_whole_stream_before_any_batch_applies(
+    tmp_path: Path,
+) -> None:
+    granted = {"type": "source", "id": "a.md", "context": "corpus-c", "create": {}}
+    other = {"type": "source", "id": "b.md", "context_id": UUID, "create": {"name": "corpus-x"}}
+    status, answer, names = _import_as_scoped_key(tmp_path, _stream(granted, other))
+    assert status == 403 and "corpus-x" in answer["error"]
+    assert names == []
+
+
+def test_a_scoped_key_imports_its_own_context_in_the_newest_header_shape(tmp_path: Path) -> None:
+    header = {"type": "source", "version": FORMAT_VERSION, "id": "doc.md", "context_id": UUID,
+              "create": {"name": "corpus-c"}}  # fmt: skip
+    status, answer, names = _import_as_scoped_key(tmp_path, _stream(header))
+    assert status == 200, answer
+    assert names == ["corpus-c"]

@@ -147,6 +147,21 @@ def read_stream(data: bytes, *, name: str = "import", context: str | None = None
     return Stream(batches, schemas)
 
 
+def stream_contexts(data: bytes) -> list[str]:
+    """The name of every context importing `data` would touch, in order of first mention:
+    each batch's (the name `apply_batch` writes to) and each schema record's.
+
+    Read by `read_stream` itself, so every header shape the importer accepts — and any
+    it learns later — is named here; a server holds a context-scoped key to its grant
+    with this before anything applies. Raises `ImportRefusal` where `read_stream` does:
+    an import parses the whole stream before it writes, so such a stream applies
+    nothing."""
+    stream = read_stream(data)
+    named = [batch.context for batch in stream.batches]
+    named += [schema["context"] for schema in stream.schemas]
+    return list(dict.fromkeys(named))
+
+
 def _peek(raw: bytes) -> dict[str, Any] | None:
     try:
         value = json.loads(raw)

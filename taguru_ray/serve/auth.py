@@ -167,18 +167,3 @@ def required_role(method: str, route: str) -> Role:
         return Role.READ
     return Role.ADMIN
 
-
-def import_contexts(body: bytes) -> list[str]:
-    """The contexts a batch stream's headers name (best effort: the store judges the rest),
-    so a context-scoped key is held to its grant before anything applies."""
-    contexts: list[str] = []
-    for line in body.splitlines():
-        if b"taguru_batch" not in line:
-            continue
-        try:
-            record = json.loads(line.decode("utf-8-sig"))
-        except ValueError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("context"), str):
-            contexts.append(record["context"])
-    return contexts

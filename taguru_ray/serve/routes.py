@@ -2,8 +2,8 @@
 
 Handlers raise `ContextError` for a refusal; the error middleware (app.py)
 answers it. `POST /import` is refused on a read-only server (a dry run writes
-nothing and is answered), and a context-scoped key may import only batches
-naming its contexts.
+nothing and is answered), and a context-scoped key may import only streams whose
+every batch (in any header shape the importer reads) names one of its contexts.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from aiohttp import web
 
 from taguru_ray import __version__
 from taguru_ray.context.api import Namespace
+from taguru_ray.context.importer import ImportRefusal, stream_contexts
 from taguru_ray.serve import requests
-from taguru_ray.serve.auth import import_contexts
 from taguru_ray.serve.envelope import bare, fail, ok
 from taguru_ray.serve.state import KEY_NAME, SCOPE, STARTED, STATE
 
@@ -169,18 +169,30 @@ async def import_stream(request: web.Request) -> web.Response:
             "POST /import (or import with `taguru-ray import --store`); nothing was applied",
         )
     data = await request.read()
-    scope = request.get(SCOPE)
-    if scope is not None and scope.contexts is not None:
-        for context in import_contexts(data):
-            if not scope.allows(context):
-                raise fail(
-                    403,
-                    f"key '{request[KEY_NAME]}' has no grant on context '{context}'; "
-                    "nothing was applied",
-                )
+    _hold_to_grant(request, data)
     async with state.import_lock:
         result = await state.call(state.store.import_stream, data, dry_run=dry_run)
     return ok(result, request[STARTED])
+
+
+def _hold_to_grant(request: web.Request, data: bytes) -> None:
+    """Refuse (403, nothing applied) an import that would touch a context the key has no
+    grant on. The contexts are the importer's own reading of the stream, so no header
+    shape it accepts escapes the check."""
+    scope = request.get(SCOPE)
+    if scope is None or scope.contexts is None:
+        return
+    try:
+        touched = stream_contexts(data)
+    except ImportRefusal:
+        return  # the store parses the stream before it writes, and refuses it whole
+    for context in touched:
+        if not scope.allows(context):
+            raise fail(
+                403,
+                f"key '{request[KEY_NAME]}' has no grant on context '{context}'; "
+                "nothing was applied",
+            )
 
 
 async def _json(request: web.Request) -> dict[str, Any]:
