@@ -239,3 +239,45 @@ def test_bad_requests_write_nothing_to_stderr(capfd: pytest.CaptureFixture[str])
         ("GET", "/nowhere", {}),
     )
     assert capfd.readouterr().err == ""
+
+
+def raw(path: str, text: str) -> Exchange:
+    return ("POST", path, {"data": text.encode(), "headers": {"Content-Type": "application/json"}})
+
+
+@pytest.mark.parametrize(
+    "number", ["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "1" + "0" * 400, "9" * 5000]
+)
+def test_a_non_finite_number_anywhere_in_a_body_is_400_invalid_argument(number: str) -> None:
+    store, answers = exchange(
+        raw(SEARCH, f'{{"query": "q", "semantic_floor": {number}}}'),
+        raw("/contexts/corpus-a/resolve", f'{{"cue": "a", "dice_floor": {number}}}'),
+        raw("/contexts/corpus-a/query", f'{{"subject": "a", "limit": {number}}}'),
+        raw("/contexts/corpus-a/citations", f'{{"source": "doc.md", "paragraph": {number}}}'),
+        raw(SEARCH, f'{{"query": "q", "unread": [{{"deeper": {number}}}]}}'),
+    )
+    assert [refused(a) for a in answers] == [(400, "invalid_argument")] * 5
+    assert "not a finite number" in answers[0][1]["error"]
+    assert store.calls == []  # refused before the store is asked
+
+
+def test_finite_floors_past_0_1_are_still_clamped_not_refused() -> None:
+    store, [(status, _)] = exchange(raw(SEARCH, '{"query": "q", "semantic_floor": 1e308}'))
+    assert status == 200 and last_call(store, "search")[1]["semantic_floor"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 100_000 + "]" * 100_000,
+        '{"a":' * 50_000 + "1" + "}" * 50_000,
+        '{"query": "q", "unread": ' + "[" * 100_000 + "]" * 100_000 + "}",
+    ],
+)
+def test_a_deeply_nested_body_is_400_malformed_request_not_500(
+    text: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    store, [answer] = exchange(raw(SEARCH, text))
+    assert refused(answer) == (400, "malformed_request")
+    assert "nested too deeply" in answer[1]["error"]
+    assert store.calls == [] and capfd.readouterr().err == ""

@@ -130,3 +130,47 @@ def test_an_empty_folder_is_no_store_and_stays_empty(tmp_path: Path) -> None:
     )
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def _post_import(folder: Path, body: bytes) -> tuple[int, Any, dict[str, list[Any]]]:
+    """POST /import to a writable server over a real store holding SOURCE_FILE:
+    (status, answer, the store's tables afterwards)."""
+    from tests.test_context_import import dump
+
+    _import_directly(folder)
+    answers: list[tuple[int, Any]] = []
+
+    async def scenario(session: ClientSession, base: str) -> None:
+        async with session.post(base + "/import", data=body) as response:
+            answers.append((response.status, await response.json()))
+
+    store = _open(folder)
+    try:
+        before = dump(store)
+        run_server(store, scenario, ServeConfig(writable=True))
+        assert dump(store) == before  # every case here is refused, so nothing changed
+        tables = dump(store)
+    finally:
+        store.close()
+    [(status, answer)] = answers
+    return status, answer, tables
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "1e999", "-1" + "0" * 400])
+def test_a_non_finite_number_in_an_import_line_is_400_invalid_argument(
+    tmp_path: Path, number: str
+) -> None:
+    header = '{"taguru_batch":1,"context":"corpus-n","source":"new.md",'
+    body = f'{header}"create":{{"semantic_floor":{number}}}}}\n{{"passage":"p"}}\n'
+    status, answer, _ = _post_import(tmp_path, body.encode())
+    assert (status, answer["code"]) == (400, "invalid_argument"), answer
+    assert "not a finite number" in answer["error"] and "line 1" in answer["error"]
+    assert answer["integrity"] == "nothing_written"
+
+
+def test_a_deeply_nested_import_line_is_400_not_500(tmp_path: Path) -> None:
+    deep = ('{"a":' * 50_000) + "1" + ("}" * 50_000)
+    body = SOURCE_FILE.replace("doc.md", "new.md") + deep + "\n"
+    status, answer, _ = _post_import(tmp_path, body.encode())
+    assert (status, answer["code"]) == (400, "malformed_request"), answer
+    assert "nested too deeply" in answer["error"] and "line 3" in answer["error"]

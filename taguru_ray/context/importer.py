@@ -8,18 +8,20 @@ batches; it is cut at each header line and each batch handed to the parser
 with the other batches' lines blanked, so a refusal names the stream's own line.
 Locator lines (``{"paragraph","locator":{kind,value}}``), which are not
 source-file lines, are taken out here and checked here; ``taguru_schema``
-records are read for their counts and otherwise not enforced.
+records are read for their counts and otherwise not enforced. Every line is first
+read as standard JSON (`contract.strict_json`): a non-finite number anywhere in a
+line is refused `invalid_argument`, a line nested too deeply `malformed_request`.
 
 Nothing here touches the store: `apply` writes what this reads.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from taguru_ray.contract import strict_json
 from taguru_ray.contract.source_file import SourceFile, SourceFileError, parse_source_file
 
 _BOM = b"\xef\xbb\xbf"
@@ -107,8 +109,8 @@ def read_stream(data: bytes, *, name: str = "import", context: str | None = None
     groups: list[tuple[int, list[int], list[tuple[int, dict[str, Any]]], dict[str, Any]]] = []
     schemas: list[dict[str, Any]] = []
     for index, raw in enumerate(pieces):
-        record = _peek(raw)
         number = index + 1
+        record = _read_line(raw, name, number)
         if record is None:
             if raw.strip() and groups:
                 groups[-1][1].append(index)  # the parser names what is wrong with it
@@ -162,9 +164,24 @@ def stream_contexts(data: bytes) -> list[str]:
     return list(dict.fromkeys(named))
 
 
-def _peek(raw: bytes) -> dict[str, Any] | None:
+def _read_line(raw: bytes, name: str, number: int) -> dict[str, Any] | None:
+    """`_peek`, refusing a line no parser may be handed: a non-finite number (NaN, 1e999)
+    anywhere in it, or nesting deeper than the decoder follows."""
     try:
-        value = json.loads(raw)
+        return _peek(raw)
+    except strict_json.NonFiniteNumber as error:
+        raise ImportRefusal(name, number, "$", f"not JSON: {error}", code="invalid_argument",
+                            kind="invalid_argument", actual=error.token) from None  # fmt: skip
+    except strict_json.NestedTooDeeply as error:
+        raise ImportRefusal(name, number, "$", f"not JSON: {error}") from None
+
+
+def _peek(raw: bytes) -> dict[str, Any] | None:
+    """One line as a JSON object; None when it is not one (the parser names why)."""
+    try:
+        value = strict_json.loads(raw)
+    except (strict_json.NonFiniteNumber, strict_json.NestedTooDeeply):
+        raise
     except ValueError:
         return None
     return value if isinstance(value, dict) else None

@@ -10,6 +10,11 @@ resolve 1000, query 100, ceiling 1000; sources page 1..1000); floors are
 clamped to 0..1. Argument errors that parse fine are 400 `invalid_argument`
 (a window with `since >= until`, too many filter tags, a query pinning no
 position) or 400 `over_limit` (a field past its byte or item ceiling).
+
+Bodies are read as standard JSON only (`contract.strict_json`), for every route:
+a NaN/Infinity constant or a number past the f64 range anywhere in a body is 400
+`invalid_argument` (finite floors are clamped, never refused), and a body
+nested deeper than the decoder follows is 400 `malformed_request`, never a 500.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from taguru_ray.context.api import ContextError, Position
+from taguru_ray.contract import strict_json
 
 MATCH_LIMIT_MAX = 1000
 SEARCH_LIMIT_DEFAULT = 5
@@ -85,10 +91,12 @@ def json_object(raw: bytes, content_type: str) -> dict[str, Any]:
             415, "malformed_request", "Expected request with `Content-Type: application/json`"
         )
     try:
-        body = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+        body = strict_json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
     except _DuplicateKey as exc:
         raise _shape(f"duplicate field `{exc.args[0]}`") from None
-    except (UnicodeDecodeError, ValueError) as exc:
+    except strict_json.NonFiniteNumber as exc:
+        raise _argument(f"the request body holds {exc}") from None
+    except (UnicodeDecodeError, ValueError) as exc:  # NestedTooDeeply included
         raise ContextError(
             400, "malformed_request", f"Failed to parse the request body as JSON: {exc}"
         ) from None
