@@ -571,3 +571,26 @@ def test_lines_serde_json_refuses_are_invalid_here_too() -> None:
     huge = '{"subject":"a","label":"b","object":"c","weight":1' + "0" * 400 + "}"
     stats = analyze_batch(surrogate + "\n" + huge + "\r\n\n", 5)
     assert (stats.assoc_lines, stats.invalid_lines) == (0, 2)
+
+
+def test_taguru_rays_own_source_file_counts_no_invalid_line() -> None:
+    """Issue 37: the `type: source` header (and section lines) are lines import reads, so
+    a segment taguru-ray wrote reports `batch_lines_invalid` 0, not 1 per file."""
+    from taguru_ray.contract.items import Alias, Association, Question
+    from taguru_ray.contract.source_file import Header, Passage, SourceFile, render_source_file
+
+    source = SourceFile(
+        Header("a.md", "5b0d7f0e-6c1a-4d8e-9a51-2f3c4b5d6e7f", "ctx", "a description"),
+        passage=Passage("Alice knows Bob.\n\nBob knows Carol.", 1_700_000_000, ("t",)),
+        questions=[Question(1, "Who?")],
+        associations=[Association("alice", "knows", "bob", 1.0, 0)],
+        aliases=[Alias("Alice", "alice", "concept")],
+    )
+    text = render_source_file(source).decode("utf-8")
+    sections = '\n{"paragraph":1,"section":"Part two"}'
+    stats = analyze_batch(text + sections, 2)
+    assert (stats.invalid_lines, stats.assoc_lines, stats.alias_orphans) == (0, 1, 0)
+    # As the reference treats a `taguru_batch` line, a header line is never an invalid
+    # item wherever it stands (verify is the check that refuses a second one).
+    second = analyze_batch(text + '\n{"type":"source","id":"b","context_id":"x"}', 2)
+    assert second.invalid_lines == 0

@@ -154,6 +154,9 @@ def test_a_matrix_runs_resumes_widens_and_refuses_a_changed_matrix(
         m: measurements["models"][m]["stability.run_pair_jaccard"] for m in ("sim-a", "sim-b")
     }
     assert jaccard["sim-b"]["n"] == 1 and jaccard["sim-b"]["p50"] == 1.0  # --vary 0
+    for model in ("sim-a", "sim-b"):  # issue 37: its own header is not an invalid line
+        invalid = measurements["models"][model]["extraction.batch_lines_invalid"]
+        assert invalid["n"] >= 1 and invalid["max"] == 0, invalid
     assert jaccard["sim-a"]["n"] == 1 and 0.0 < jaccard["sim-a"]["p50"] < 1.0  # --vary 0.3
     artifacts = {name: (out / name).read_bytes() for name in ARTIFACTS}
     with monkeypatch.context() as patch:  # a pure function: no network, the same bytes

@@ -392,6 +392,21 @@ def _no_constant(constant: str) -> Any:
 _DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_no_constant)
 
 
+# The fields that make a line a header: taguru-ray's own source header, or the older
+# batch header. Import, verify and `benchmark compare`'s line counts ask the same question.
+HEADER_FIELDS = ("type", "taguru_batch")
+
+
+def is_header(record: dict[str, Any]) -> bool:
+    return any(key in record for key in HEADER_FIELDS)
+
+
+def is_section(record: dict[str, Any]) -> bool:
+    """A section line as import reads one: a paragraph's heading, no other item's field."""
+    return "section" in record and not any(
+        key in record for key in ("subject", "alias", "passage", "question"))
+
+
 def _read_header(record: dict[str, Any]) -> Header:
     if "type" in record:
         return _read_source_header(record)
@@ -464,7 +479,7 @@ def _create(
 
 
 def _read_item(draft: _Draft, record: dict[str, Any], number: int) -> None:
-    if "type" in record or "taguru_batch" in record:
+    if is_header(record):
         raise _Refused(
             f"a second header (the first is line {draft.header_line}): one source per file"
         )

@@ -2,7 +2,8 @@
 
 The import parser stops at the first bad line; counting malformed lines needs
 the opposite trade-off, so each line is classified on its own — header,
-passage, association, alias, question, or invalid — and tallied. The
+passage, section, association, alias, question, or invalid — and tallied; a
+header is either shape import reads (`contract.source_file.is_header`). The
 association and alias lines are kept as `identity` rows for stability and
 differences: one read of the file serves both.
 """
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 
 from taguru_ray.benchmark.compare.identity import ALIAS_KINDS, AliasLine, RawAssociation
 from taguru_ray.benchmark.compare.serde import as_f64, as_str, as_u64, lines, parse_line
+from taguru_ray.contract.source_file import is_header, is_section
 
 
 @dataclass(frozen=True)
@@ -48,7 +50,9 @@ def analyze_batch(text: str, paragraph_count: int | None) -> BatchStats:
         if not parsed or not isinstance(record, dict):
             invalid += 1
             continue
-        if "taguru_batch" in record or "passage" in record:
+        # A header in either shape import reads (taguru-ray's own `type: source` or the
+        # older `taguru_batch`), a passage and a section line are not items to count.
+        if is_header(record) or "passage" in record or is_section(record):
             continue
         association = _association(record)
         if association is not None:
