@@ -96,6 +96,26 @@ def test_a_run_on_s3_writes_every_file_and_a_rerun_skips_everything(cli: Cli, s3
     assert rerun.stdout.count("unchanged, skipped (--force re-extracts)") == 3
 
 
+def test_a_lease_renewal_after_the_run_never_calls_a_gone_actor_or_starts_a_ray(
+    cli: Cli, s3_env: S3
+) -> None:
+    """Issue 37: with its own local Ray (no --address) and a lease renewed every 0.1 s,
+    the renewals that come after the summary — while Ray shuts down — reached the gone
+    actors (`Can't find actor`) and Ray's auto-init started a second local Ray."""
+    docs = upload(s3_env, "docs", {"a.md": b"Ray schedules tasks on a cluster of nodes.\n"})
+    out = s3_env.prefix("out")
+    env = cli.env(**s3_env.env, TAGURU_RAY_LEASE_SECONDS="0.4")
+    command = [part for part in cli.command(*args(out), docs) if part != cli.address]
+    command.remove("--address")
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300,
+                            cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert "extract: 1 written" in result.stdout
+    for sign in ("Can't find actor", "Traceback", "Started a local Ray instance", "this is a bug"):
+        assert sign not in result.stderr, result.stderr
+    assert LOCK not in OutDir(out).names()  # released after Ray went, as before
+
+
 def test_a_second_run_is_refused_while_a_live_lease_is_held(cli: Cli, s3_env: S3) -> None:
     docs = upload(s3_env, "docs", {"a.md": b"Ray schedules tasks on a cluster of nodes.\n"})
     out = s3_env.prefix("out")

@@ -52,6 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"taguru-ray {__version__}")
         return 0
     verb, rest = args[0], args[1:]
+    # Every verb that uses Ray starts or joins it on purpose (`start_ray`); a stray call
+    # after its shutdown (a lease renewal, a late callback) must fail, never start a
+    # second local Ray behind the user's back. Read by Ray when it is first imported.
+    os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
     run = _verb(verb)
     if run is None:
         print(f"taguru-ray: unknown verb {printable(repr(verb))} — try 'taguru-ray --help'",

@@ -294,6 +294,7 @@ def execute(
             try:
                 return Executed(asyncio.run(run.run()), run)
             finally:
+                run.detach_lease()  # no renewal may call an actor once Ray is going
                 if started:
                     ray.shutdown()
         except TaguruRayError:

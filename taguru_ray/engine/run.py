@@ -124,6 +124,13 @@ class ExtractRun:
             # Wired last: a renewal may come at once, on the lease's thread.
             out.fence = lock.check
             lock.on_renewed = self._push_deadline
+        self._lease = lock if isinstance(lock, LeaseLock) else None
+
+    def detach_lease(self) -> None:
+        """The run is over: the lease's renewals stop reaching the actors before Ray goes
+        (the lease is still held, and renewed, until the driver releases it)."""
+        if self._lease is not None:
+            self._lease.detach()
 
     # What the Python API (api.py) reads of a finished run.
 

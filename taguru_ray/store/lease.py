@@ -313,6 +313,8 @@ class LeaseLock:
         self.valid_until = 0.0  # the expiry of the lease as last written (epoch seconds)
         # Told each new write deadline (epoch seconds): how the workers are fenced.
         self.on_renewed: Callable[[float], None] | None = None
+        # Held while `on_renewed` runs, so `detach` returns only once no call is under way.
+        self._telling = threading.Lock()
 
     @property
     def margin(self) -> float:
@@ -383,8 +385,19 @@ class LeaseLock:
             self._seen = current
             lease = held
         self.valid_until = lease.expires
-        if self.on_renewed is not None:
-            self.on_renewed(self.write_deadline)
+        self._tell(self.write_deadline)
+
+    def _tell(self, deadline: float) -> None:
+        with self._telling:
+            if self.on_renewed is not None:
+                self.on_renewed(deadline)
+
+    def detach(self) -> None:
+        """Stop telling `on_renewed`: the run is over and what it told (Ray's actors) is
+        going away. The lease itself is still renewed until `release`. Once this returns,
+        no call is under way — one after Ray's shutdown would start a new Ray."""
+        with self._telling:
+            self.on_renewed = None
 
     def _beat(self) -> None:
         while not self._stop.wait(self.seconds / 4):
@@ -404,9 +417,8 @@ class LeaseLock:
         held = None if current is None else Lease.decode(current.data)
         holder = held.holder() if held is not None else "a process that removed the lock"
         self.lost = True
-        if self.on_renewed is not None:
-            with contextlib.suppress(Exception):  # the workers' deadline: now past
-                self.on_renewed(-math.inf)
+        with contextlib.suppress(Exception):  # the workers' deadline: now past
+            self._tell(-math.inf)
         self._say(
             f"{MESSAGE_PREFIX}lost the lease on {self._out.url} to {holder} — stopping this "
             "run; chunk checkpoints are kept"
