@@ -21,6 +21,7 @@ from typing import Any
 import ray
 
 from taguru_ray.engine.batches import WorkerBatches, failed_outcome, pick_worker, worker_count
+from taguru_ray.engine.head import head_answers, head_lost_line
 from taguru_ray.engine.head_actors import HeadActors
 from taguru_ray.engine.segment import FAILURE_PREFIX
 from taguru_ray.engine.watchdog import Watchdog
@@ -53,6 +54,7 @@ class Workers:
         self._reclaiming: set[int] = set()  # workers whose permits are being reclaimed
         self._background: set[asyncio.Future[None]] = set()
         self._used: set[int] = set()  # workers that were handed a segment
+        self.head_lost = False  # the Ray head stopped answering: nothing more can run
 
     def start(self) -> None:
         """The segment workers (`worker_count` of them) and their watchdog, once the first
@@ -80,6 +82,8 @@ class Workers:
 
     async def run_segment(self, job: SegmentJob) -> SegmentOutcome:
         """Run a segment; a worker that dies under it gets the segment resubmitted."""
+        if self.head_lost:
+            return self._not_run(job)
         self.start()
         deaths: list[str] = []
         for attempt in range(RESUBMITS + 1):
@@ -87,6 +91,8 @@ class Workers:
             try:
                 outcome = await self._on(worker, job)
             except WORKER_DEATHS as error:
+                if self.head_lost or await self._head_gone():
+                    return self._not_run(job)
                 self._reclaim(worker)
                 deaths.append(type(error).__name__)
                 self._say(
@@ -112,6 +118,22 @@ class Workers:
                 f"({', '.join(deaths)}) — rerun to resume from its checkpoint"
             ],
         )
+
+    async def _head_gone(self) -> bool:
+        """Whether the death was the head's: said once, and every later segment is
+        failed without a call (their actors are gone with it)."""
+        address = ray.get_runtime_context().gcs_address
+        if await head_answers(address):
+            return False
+        if not self.head_lost:
+            self.head_lost = True
+            self._say(head_lost_line(FAILURE_PREFIX, address))
+        return True
+
+    @staticmethod
+    def _not_run(job: SegmentJob) -> SegmentOutcome:
+        note = f"{FAILURE_PREFIX}{job.source}: not run — the Ray head is gone"
+        return SegmentOutcome(job.index, job.source, "failed", notes=[note])
 
     async def _on(self, worker: int, job: SegmentJob) -> SegmentOutcome:
         self.watchdog.busy[worker] += 1  # watched while it holds the segment
