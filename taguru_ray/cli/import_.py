@@ -36,6 +36,7 @@ from taguru_ray.context.store import SqliteStore
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.remote.address import AddressError, base_url
 from taguru_ray.remote.client import RemoteError, TaguruClient
+from taguru_ray.text.terminal import printable
 from taguru_ray.tools.records import source_files
 
 PREFIX = "taguru-ray: import: "
@@ -73,21 +74,26 @@ def main(argv: Sequence[str]) -> int:
         print(f"{PREFIX}{error}", file=sys.stderr)
         return EXIT_USAGE
     files: list[tuple[str, bytes]] = []
+    unreadable = 0
     for path in args.paths:
         try:
             found = source_files(path)
         except FileNotFoundError:
-            print(f"{PREFIX}{path}: no such file or folder", file=sys.stderr)
+            print(f"{PREFIX}{printable(path)}: no such file or folder", file=sys.stderr)
             return EXIT_USAGE
-        except OSError as error:
-            print(f"{PREFIX}{path}: cannot read it ({error})", file=sys.stderr)
-            return EXIT_FAILED
+        except OSError as error:  # said, and the other paths are still imported
+            why = error.strerror or str(error)
+            print(f"{PREFIX}{printable(path)}: cannot read it ({why})", file=sys.stderr)
+            unreadable += 1
+            continue
         named = [(n, d) for n, d in found.items() if os.path.basename(n) not in NOT_SOURCE_FILES]
         if len(found) > 1 or found.keys() != {path}:
             named = [(f"{path.rstrip('/')}/{n}", d) for n, d in named]
         if not named:
             print(f"{PREFIX}{path}: no source file (*.jsonl) in it", file=sys.stderr)
         files.extend(named)
+    if not files:
+        return EXIT_FAILED
     if url:
         refused = sum(not _post(url, name, data, args.dry_run) for name, data in files)
     else:
@@ -98,7 +104,7 @@ def main(argv: Sequence[str]) -> int:
             return EXIT_USAGE
         store = SqliteStore(args.store, embedder=embedder)
         refused = sum(not _apply(store, name, data, args) for name, data in files)
-    return EXIT_FAILED if refused or not files else EXIT_OK
+    return EXIT_FAILED if refused or unreadable else EXIT_OK
 
 
 def _apply(store: SqliteStore, name: str, data: bytes, args: argparse.Namespace) -> bool:

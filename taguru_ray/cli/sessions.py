@@ -9,8 +9,9 @@ folder: one SQLite file). Output lines about a turn start with its handle
   walked for ``*.jsonl`` and ``*.json`` (recursively, in name order, hidden names
   skipped), on any fsspec URL. stdout: one line per file stored (added, replaced or
   unchanged — a file imported before with the same flags and rules is not even
-  converted again); stderr: one line per file refused or unreadable. Exit 0 all
-  stored, 1 any refused or unreadable, 2 usage.
+  converted again); stderr: one line per file refused or unreadable, and per folder
+  that could not be listed (its files unknown: the walk is `store/walk.py`'s). Exit 0
+  all stored, 1 any refused or unreadable, 2 usage.
 - ``list [--json]``, ``search QUERY [--limit N] [--agent A] [--json]``, ``show HANDLE
   [--context N] [--json]``: exit 0 (a search with no hit too), 1 no store or no such
   handle, 2 usage.
@@ -23,8 +24,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import posixpath
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 
@@ -37,7 +39,9 @@ from taguru_ray.sessions.events import AGENTS
 from taguru_ray.sessions.index import SessionStore
 from taguru_ray.sessions.index_query import query_words, split_words
 from taguru_ray.sessions.index_records import turn_handle
+from taguru_ray.store.walk import Unlisted, reach, walk
 from taguru_ray.text.redact import Rule, RulesError, parse_rules_file
+from taguru_ray.text.terminal import printable
 
 PREFIX = "taguru-ray: sessions: "
 SESSION_SUFFIXES = (".jsonl", ".json")
@@ -145,19 +149,28 @@ def _import(args: argparse.Namespace) -> int:
             print(f"{PREFIX}{error}", file=sys.stderr)
             return EXIT_USAGE
     files: list[tuple[str, fsspec.AbstractFileSystem, str]] = []
+    unlisted = 0
     for path in args.paths:
         try:
-            found = list(_session_files(path))
+            found, skipped = _session_files(path)
         except FileNotFoundError:
-            print(f"{PREFIX}{path}: no such file or folder", file=sys.stderr)
+            print(f"{PREFIX}{printable(path)}: no such file or folder", file=sys.stderr)
             return EXIT_USAGE
-        if not found:
-            print(f"{PREFIX}{path}: no session file (*.jsonl, *.json) in it", file=sys.stderr)
+        except OSError as error:  # hidden by a folder on its way: said; the rest imported
+            found, skipped = [], [Unlisted(path, error.strerror or str(error))]
+        for folder in skipped:  # its files are unknown: said, and the exit is 1
+            print(f"{PREFIX}{printable(folder.folder)}: cannot read it ({folder.why}) — its "
+                  "session files were not imported; make it readable and import again",
+                  file=sys.stderr)  # fmt: skip
+        unlisted += len(skipped)
+        if not found and not skipped:
+            print(f"{PREFIX}{printable(path)}: no session file (*.jsonl, *.json) in it",
+                  file=sys.stderr)  # fmt: skip
         files.extend(found)
     importer = _Importer(args.format, args.mask, rules, rules_sha256)
     with SessionStore(args.store, create=True) as store:
         stored = [importer.one(store, name, fs, path) for name, fs, path in files]
-    return EXIT_OK if files and all(stored) else EXIT_FAILED
+    return EXIT_OK if files and all(stored) and not unlisted else EXIT_FAILED
 
 
 class _Importer:
@@ -200,20 +213,26 @@ class _Importer:
         return True
 
 
-def _session_files(path: str) -> Iterator[tuple[str, fsspec.AbstractFileSystem, str]]:
-    """(name as shown, its filesystem, its path there) of each session file under PATH."""
+def _session_files(path: str) -> tuple[list[tuple[str, fsspec.AbstractFileSystem, str]],
+                                        list[Unlisted]]:  # fmt: skip
+    """(name as shown, its filesystem, its path there) of each session file under PATH, and
+    each folder under it that could not be listed (named as shown)."""
     fs, root = fsspec.core.url_to_fs(path)
-    if not fs.exists(root):
-        raise FileNotFoundError(path)
+    reach(fs, root)
     if not fs.isdir(root):
-        yield path, fs, root
-        return
-    root = root.rstrip("/")
-    for found in sorted(fs.find(root)):
-        relative = found[len(root) :].lstrip("/")
-        hidden = any(part.startswith(".") for part in relative.split("/"))
-        if relative.endswith(SESSION_SUFFIXES) and not hidden:
-            yield f"{path.rstrip('/')}/{relative}", fs, found
+        return [(path, fs, root)], []
+    root = root.rstrip("/") or root
+    shown = path.rstrip("/") or path
+    found = walk(fs, root)
+    files = [
+        (f"{shown}/{relative}", fs, posixpath.join(root, relative))
+        for relative in found.files
+        if relative.endswith(SESSION_SUFFIXES)
+    ]
+    unlisted = [
+        Unlisted(f"{shown}/{u.folder}" if u.folder else shown, u.why) for u in found.unlisted
+    ]
+    return files, unlisted
 
 
 def _list(args: argparse.Namespace) -> int:

@@ -220,7 +220,9 @@ def expand(paths: tuple[str, ...] | list[str]) -> SourceList:
 
     A path that is no folder and no regular file (a FIFO, a device, a link that
     loops or dangles), or a folder that cannot be listed, is a usage error naming
-    it: nothing is read and nothing written.
+    it: nothing is read and nothing written. A path a folder on its way hides (no
+    search permission) is taken as a file: its read fails by name, like any
+    unreadable segment's, and the rest are written.
     """
     sources = SourceList()
     for path in paths:
@@ -237,12 +239,21 @@ def expand(paths: tuple[str, ...] | list[str]) -> SourceList:
 
 
 def _expand_one(path: str, sources: SourceList) -> None:
-    if "://" not in path and os.path.islink(path) and not os.path.exists(path):
+    if "://" not in path:
         try:
             os.stat(path)
-        except OSError as error:  # ELOOP, or a link to nothing
-            why = error.strerror or str(error)
-            raise UsageError(f"{path}: a symbolic link that cannot be followed ({why})") from None
+        except PermissionError:  # a folder on its way hides it: not missing, unreadable —
+            sources.add_file(path)  # its read fails by name, and the rest are written
+            return
+        except OSError as error:
+            if os.path.islink(path):  # ELOOP, or a link to nothing
+                why = error.strerror or str(error)
+                raise UsageError(
+                    f"{path}: a symbolic link that cannot be followed ({why})"
+                ) from None
+            if isinstance(error, FileNotFoundError):
+                raise UsageError(f"{path}: no such file or folder") from None
+            raise
     fs, root = fsspec.core.url_to_fs(path)
     if fs.isdir(root):
         names = _file_names(fs, root, path)

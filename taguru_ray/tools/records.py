@@ -23,6 +23,7 @@ import fsspec
 from taguru_ray.contract.names import TRACE
 from taguru_ray.contract.records.attempts import SegmentAttempts, SettingsRecord
 from taguru_ray.store.outdir import OutDir
+from taguru_ray.store.walk import reach
 
 Record = dict[str, Any]
 ATTEMPTS_SUFFIX = ".attempts.jsonl"
@@ -44,10 +45,10 @@ class Lines:
 def source_files(out: str) -> dict[str, bytes]:
     """File name -> bytes: a folder's source files (``*.jsonl``, non-recursive, hidden
     names skipped, so ``.extract-trace/`` is never read), in name order, or one file
-    (keyed by OUT as given). FileNotFoundError when OUT does not exist."""
+    (keyed by OUT as given). FileNotFoundError when OUT does not exist; another OSError
+    when it cannot be reached or listed."""
     folder = OutDir(out)
-    if not folder.fs.exists(folder.root):
-        raise FileNotFoundError("no such folder or file")
+    reach(folder.fs, folder.root)  # missing, or hidden by a folder on its way: said apart
     if not folder.fs.isdir(folder.root):
         return {out: bytes(folder.fs.cat_file(folder.root))}
     names = sorted(
