@@ -269,10 +269,11 @@ def test_each_variable_is_declared_once_and_every_one_read_is_declared() -> None
     for path in package.rglob("*.py"):
         quoted |= set(re.findall(r'"((?:TAGURU|RAY)_[A-Z_]*[A-Z])"', path.read_text()))
     # A Taguru server's and client's own variables are declared apart, once.
+    from taguru_ray.contract.cli_variables import CLI_VARIABLES
     from taguru_ray.contract.ray_variables import RAY_VARIABLES
     from taguru_ray.contract.server_variables import SERVER_VARIABLES
 
-    declared = set(variables) | set(SERVER_VARIABLES) | set(RAY_VARIABLES)
+    declared = set(variables) | set(SERVER_VARIABLES) | set(RAY_VARIABLES) | set(CLI_VARIABLES)
     assert quoted - {"TAGURU_EXTRACT_", "TAGURU_RAY_"} <= declared
 
 

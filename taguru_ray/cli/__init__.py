@@ -9,7 +9,8 @@ from collections.abc import Callable, Sequence
 
 from taguru_ray import __version__
 from taguru_ray.cli.boundary import DEBUG_ENV, guarded
-from taguru_ray.text.terminal import printable
+from taguru_ray.contract.ray_variables import AUTO_CONNECT
+from taguru_ray.text.terminal import guarded_terminal, printable
 
 VERBS = {
     "extract": "extract", "simulate": "simulate", "inspect": "inspect",
@@ -55,13 +56,22 @@ def main(argv: list[str] | None = None) -> int:
     # Every verb that uses Ray starts or joins it on purpose (`start_ray`); a stray call
     # after its shutdown (a lease renewal, a late callback) must fail, never start a
     # second local Ray behind the user's back. Read by Ray when it is first imported.
-    os.environ.setdefault("RAY_ENABLE_AUTO_CONNECT", "0")
+    os.environ.setdefault(AUTO_CONNECT, "0")
     run = _verb(verb)
     if run is None:
         print(f"taguru-ray: unknown verb {printable(repr(verb))} — try 'taguru-ray --help'",
               file=sys.stderr)
         return 2
-    return guarded(verb, run, rest, debug=debug)
+    # On a terminal, whatever a verb prints — a file name, a session's text — shows its
+    # control characters escaped instead of acting on the screen (text/terminal.py).
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = guarded_terminal(stdout), guarded_terminal(stderr)
+    try:
+        return guarded(verb, run, rest, debug=debug)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = stdout, stderr
 
 
 def _verb(verb: str) -> Callable[[Sequence[str]], int] | None:

@@ -17,9 +17,10 @@ import time
 import traceback
 from collections.abc import Callable, Sequence
 
+from taguru_ray.contract.cli_variables import DEBUG
 from taguru_ray.text.terminal import printable
 
-DEBUG_ENV = "TAGURU_RAY_DEBUG"
+DEBUG_ENV = DEBUG
 # A flag whose value is a credential: the value never reaches the line or the file.
 _SECRET_FLAG = re.compile(r"^--?[\w-]*(key|token|secret|password|passphrase)[\w-]*$", re.I)
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSPHRASE)", re.I)

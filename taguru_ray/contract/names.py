@@ -13,6 +13,8 @@ import hashlib
 import posixpath
 import shlex
 
+from taguru_ray.contract.control_chars import unsafe
+
 MAX_FLAT_BYTES = 120
 CUT_FLAT_BYTES = 96
 
@@ -25,8 +27,12 @@ TRACE = ".extract-trace"
 
 
 def flatten(source: str) -> str:
-    """Replace each ``/``, ``\\`` and ``:`` with ``__``; cut long names to ≤ 96 bytes."""
+    """Replace each ``/``, ``\\`` and ``:`` with ``__`` and each control, line-separator or
+    bidi character with ``_`` (a file name must not rewrite the terminal that lists it;
+    the digest after it keeps names apart); cut long names to ≤ 96 bytes."""
     flat = source.replace("/", "__").replace("\\", "__").replace(":", "__")
+    if any(unsafe(char) for char in flat):
+        flat = "".join("_" if unsafe(char) else char for char in flat)
     encoded = flat.encode("utf-8")
     if len(encoded) > MAX_FLAT_BYTES:
         flat = encoded[:CUT_FLAT_BYTES].decode("utf-8", errors="ignore")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from taguru_ray.errors import MESSAGE_PREFIX
+from taguru_ray.text.terminal import printable, raw
 
 # Under the prefix every stderr line of extract carries: a script that reads
 # "extract: …" lines off stdout never mistakes progress for the summary.
@@ -109,7 +110,7 @@ class Progress:
     def show(self, line: str) -> None:
         self._last_line = self.clock()
         if self.mode == "bar":
-            self.stream.write(CLEAR + line)
+            raw(self.stream).write(CLEAR + printable(line))  # its own sequence, unguarded
             self._drawn = True
         elif self.mode == "lines":
             self.stream.write(line + "\n")
@@ -118,6 +119,6 @@ class Progress:
     def clear(self) -> None:
         """Lift the bar before another line prints, so lines never mix with it."""
         if self._drawn:
-            self.stream.write(CLEAR)
+            raw(self.stream).write(CLEAR)
             self.stream.flush()
             self._drawn = False

@@ -33,6 +33,7 @@ from taguru_ray.settings import Settings, compute_inputs
 from taguru_ray.store.inputs import read_source
 from taguru_ray.store.outdir import OutDir
 from taguru_ray.text.redact import Rule, scan_answer_text
+from taguru_ray.text.terminal import printable
 
 FLUSH_S = 0.05  # the longest a report line waits in stdout's buffer
 
@@ -54,7 +55,7 @@ class _Stdout:
 
     def line(self, text: str) -> None:
         with self._lock:
-            if not _write(sys.stdout, text + "\n"):
+            if not _write(sys.stdout, printable(text) + "\n"):
                 return
             if self._held.is_set():
                 return
@@ -102,7 +103,7 @@ def _flush_at_exit() -> None:
 
 def _stderr_line(text: str) -> None:
     STDOUT.flush()
-    _write(sys.stderr, text + "\n")
+    _write(sys.stderr, printable(text) + "\n")
 
 
 @dataclass
