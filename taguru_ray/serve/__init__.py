@@ -2,7 +2,8 @@
 embedded context store. `app` frames requests (errors, auth) and runs the server,
 `routes` answers each route, `requests` parses and validates bodies and query
 strings, `envelope` says the answer shapes once, `auth` reads bearer keys and roles
-as the reference does, `state` holds one server's store, pool and settings."""
+as the reference does, `deadlines` bounds how long a client may take to send a
+request, `state` holds one server's store, pool and settings."""
 
 from taguru_ray.serve.app import create_app, serve
 from taguru_ray.serve.state import ServeConfig

@@ -5,9 +5,11 @@ in a thread pool — readers run concurrently, imports one at a time under a
 lock — and wraps the answer in the envelope (envelope.py). Two middlewares
 frame every request: the outer one turns every refusal into the error
 envelope (a `ContextError` verbatim; aiohttp's 404/405/413 into `unknown_path`,
-`method_not_allowed`, `payload_too_large`; anything unexpected into a 500
+`method_not_allowed`, `payload_too_large`; a client hanging up mid-request into
+a debug log line, since nobody is left to answer; anything unexpected into a 500
 `internal` and one stderr line, never a traceback), the inner one holds the
-request to its bearer key (auth.py).
+request to its bearer key (auth.py). A request head and body each have a
+deadline (deadlines.py).
 
 Read-only by default: `POST /import` is refused 403 unless the server was
 started writable (`--writable`), and even then needs an admin key when keys are
@@ -18,6 +20,7 @@ read-only server too.
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import sys
 import time
@@ -28,11 +31,13 @@ from aiohttp import web
 from taguru_ray.context.api import ContextError, ContextStore
 from taguru_ray.serve.auth import EXEMPT_PATHS, presented_token
 from taguru_ray.serve.auth import required_role as role_needed
+from taguru_ray.serve.deadlines import HeadDeadline
 from taguru_ray.serve.envelope import fail, refusal
 from taguru_ray.serve.routes import add_routes
 from taguru_ray.serve.state import KEY_NAME, SCOPE, STARTED, STATE, ServeConfig, ServerState
 
 SHUTDOWN_GRACE_SECONDS = 1.0
+_log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -65,14 +70,25 @@ async def serve(
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.create_server((host, port), family=family)
     runner = web.AppRunner(
-        create_app(store, config), access_log=None, shutdown_timeout=SHUTDOWN_GRACE_SECONDS
+        create_app(store, config),
+        access_log=None,
+        shutdown_timeout=SHUTDOWN_GRACE_SECONDS,
+        # aiohttp closes a kept-alive connection whose next head is not in by then
+        keepalive_timeout=config.header_timeout,
     )
     await runner.setup()
+    listener = None
     try:
-        await web.SockSite(runner, sock).start()
+        # Our own listener rather than a SockSite: each connection's protocol is wrapped
+        # in the first head's deadline (deadlines.py).
+        listener = await asyncio.get_running_loop().create_server(
+            lambda: HeadDeadline(runner.server(), config.header_timeout), sock=sock
+        )
         on_ready(host, sock.getsockname()[1])
         await stop.wait()
     finally:
+        if listener is not None:
+            listener.close()  # no new connections; cleanup closes the open ones
         await runner.cleanup()
         sock.close()
 
@@ -90,6 +106,11 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except asyncio.CancelledError:
         raise
     except Exception as exc:
+        if isinstance(exc, ConnectionError) and _hung_up(request):
+            # Routine (a client gave up, or a slow one was cut off), and nobody is left to
+            # read an answer: a debug line, not an error line per disconnect.
+            _log.debug("client disconnected during %s %s: %s", request.method, request.path, exc)
+            return refusal(fail(400, "the client disconnected mid-request"), started)
         print(
             f"taguru-ray serve: internal error answering {request.method} {request.path}: "
             f"{type(exc).__name__}: {exc}",
@@ -97,6 +118,13 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
             flush=True,
         )
         return refusal(fail(500, f"internal error ({type(exc).__name__})", "internal"), started)
+
+
+def _hung_up(request: web.Request) -> bool:
+    """Whether the request's own connection is gone (a ConnectionError from elsewhere, an
+    embedding provider refusing a connection, is an internal error, not a hang-up)."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 def _from_http(exc: web.HTTPException, request: web.Request) -> ContextError:

@@ -16,6 +16,7 @@ from taguru_ray import __version__
 from taguru_ray.context.api import Namespace
 from taguru_ray.context.importer import ImportRefusal, stream_contexts
 from taguru_ray.serve import requests
+from taguru_ray.serve.deadlines import read_body
 from taguru_ray.serve.envelope import bare, fail, ok
 from taguru_ray.serve.state import KEY_NAME, SCOPE, STARTED, STATE
 
@@ -168,7 +169,7 @@ async def import_stream(request: web.Request) -> web.Response:
             "this server is read-only: start it with `taguru-ray serve --writable` to accept "
             "POST /import (or import with `taguru-ray import --store`); nothing was applied",
         )
-    data = await request.read()
+    data = await read_body(request, state.config.body_timeout)
     _hold_to_grant(request, data)
     async with state.import_lock:
         result = await state.call(state.store.import_stream, data, dry_run=dry_run)
@@ -196,5 +197,5 @@ def _hold_to_grant(request: web.Request, data: bytes) -> None:
 
 
 async def _json(request: web.Request) -> dict[str, Any]:
-    raw = await request.read()
+    raw = await read_body(request, request.app[STATE].config.body_timeout)
     return requests.json_object(raw, request.headers.get("Content-Type", ""))

@@ -15,6 +15,7 @@ from aiohttp import web
 from taguru_ray.context.api import ContextStore
 from taguru_ray.contract.server_variables import MAX_BODY_BYTES
 from taguru_ray.serve.auth import Keyring, Scope
+from taguru_ray.serve.deadlines import BODY_READ_SECONDS, HEADER_READ_SECONDS
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024  # the reference's TAGURU_MAX_BODY_BYTES default
 DEFAULT_READERS = 32
@@ -27,6 +28,8 @@ class ServeConfig:
     keyring: Keyring = field(default_factory=Keyring)
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     readers: int = DEFAULT_READERS  # threads answering store calls at once
+    header_timeout: float = HEADER_READ_SECONDS  # deadlines.py says why
+    body_timeout: float = BODY_READ_SECONDS
 
 
 class ServerState:
