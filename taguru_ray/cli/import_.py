@@ -33,7 +33,7 @@ from taguru_ray.cli.args import OneLineParser, parse
 from taguru_ray.context.embeddings import embedder_from_env
 from taguru_ray.context.importer import ImportRefusal, read_stream
 from taguru_ray.context.store import SqliteStore
-from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError
 from taguru_ray.remote.address import AddressError, base_url
 from taguru_ray.remote.client import RemoteError, TaguruClient
 from taguru_ray.text.terminal import printable
@@ -102,8 +102,12 @@ def main(argv: Sequence[str]) -> int:
         except ValueError as error:
             print(f"{PREFIX}{error}", file=sys.stderr)
             return EXIT_USAGE
-        store = SqliteStore(args.store, embedder=embedder)
-        refused = sum(not _apply(store, name, data, args) for name, data in files)
+        try:
+            store = SqliteStore(args.store, embedder=embedder)
+            refused = sum(not _apply(store, name, data, args) for name, data in files)
+        except TaguruRayError as error:  # a file, no database, read-only: one line, and
+            print(f"{PREFIX}{error}", file=sys.stderr)  # no file after it would fare better
+            return error.exit_code
     return EXIT_FAILED if refused or unreadable else EXIT_OK
 
 

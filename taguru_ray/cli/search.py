@@ -26,7 +26,7 @@ from taguru_ray.context.api import ContextError
 from taguru_ray.context.embeddings import embedder_from_env
 from taguru_ray.context.schema import store_file
 from taguru_ray.context.store import SqliteStore
-from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError
 
 PREFIX = "taguru-ray: search: "
 SHOWN_CHARS = 160
@@ -63,7 +63,11 @@ def main(argv: Sequence[str]) -> int:
     except ValueError as error:
         print(f"{PREFIX}{error}", file=sys.stderr)
         return EXIT_USAGE
-    store = SqliteStore(args.store, embedder=embedder)
+    try:
+        store = SqliteStore(args.store, embedder=embedder)
+    except TaguruRayError as error:  # no database, another schema, read-only: one line
+        print(f"{PREFIX}{error}", file=sys.stderr)
+        return error.exit_code
     name = args.context
     if name is None:
         names = store.context_names()

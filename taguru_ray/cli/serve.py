@@ -4,7 +4,8 @@ Parsing and start-up only; the server is `taguru_ray.serve`. Once it accepts
 connections, stdout's one line is `listening on HOST:PORT` (flushed), as the
 reference server says it, so a parent process can read the port `--port 0`
 picked. SIGINT/SIGTERM stop it cleanly. Exit codes: 0 after a signal, 1 when
-the address cannot be bound, 2 for a bad flag, a `--store` that does not exist
+the address cannot be bound or SQLite cannot open the store (locked, read-only:
+`sqlite_wal.opening`), 2 for a bad flag, a `--store` that does not exist
 or is not a store, or a malformed `TAGURU_API_TOKEN(S)`/`TAGURU_KEY_SCOPES`/
 `TAGURU_EMBED_*`.
 """
@@ -21,7 +22,7 @@ from typing import Any
 
 from taguru_ray.cli.args import OneLineParser
 from taguru_ray.context.embeddings import embedder_from_env
-from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError
 from taguru_ray.serve import ServeConfig, serve
 from taguru_ray.serve.auth import KeyringError, keyring_from_env
 from taguru_ray.serve.state import max_body_bytes_from_env
@@ -55,6 +56,8 @@ def main(argv: list[str]) -> int:
         store = _open_store(folder, embedder)
     except _NoStore as exc:
         return _say(str(exc), EXIT_USAGE)
+    except TaguruRayError as exc:  # the store's own line: a file, no database, read-only
+        return _say(str(exc), exc.exit_code)
     except ImportError as exc:
         return _say(f"the embedded context store is not available: {exc}", EXIT_FAILED)
     except Exception as exc:  # the store names what is wrong with the folder

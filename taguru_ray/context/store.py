@@ -33,6 +33,7 @@ from taguru_ray.context.resolve import DEFAULT_DICE_FLOOR, EntryIndex, clamp_flo
 from taguru_ray.context.vector_lanes import Lane, MatrixCache
 from taguru_ray.context.vector_rows import Refresh
 from taguru_ray.context.vectors import merge_tiers, needs_semantic
+from taguru_ray.sqlite_wal import opening, unwritable
 
 _log = logging.getLogger(__name__)
 
@@ -53,9 +54,11 @@ class SqliteStore:
         (FileNotFoundError) instead of making it. `embedder`: the embedding provider
         (`EmbeddingsConfig.from_env`), None for none."""
         self.path = schema.store_file(folder)
+        self._folder = folder
         if not create and not self.path.is_file():
             raise FileNotFoundError(f"{folder}: no context store here")
-        schema.create(self.path)
+        with opening(folder, self.path, "context store"):  # one line, not a traceback
+            schema.create(self.path)
         self._local = threading.local()
         self._write_lock = threading.Lock()
         self._usage_lock = threading.Lock()
@@ -85,13 +88,19 @@ class SqliteStore:
     def _write(self, *, dry_run: bool = False) -> Iterator[sqlite3.Connection]:
         with self._write_lock:
             conn = self._conn()
-            conn.execute("BEGIN IMMEDIATE")
             try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("ROLLBACK" if dry_run else "COMMIT")
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("ROLLBACK" if dry_run else "COMMIT")
+            except sqlite3.OperationalError as error:  # read-only, locked: the store's line
+                failure = unwritable(self._folder, self.path, error, "write")
+                if failure is None:
+                    raise
+                raise failure from None
 
     def _row(self, conn: sqlite3.Connection, name: str) -> tuple[Any, ...]:
         row = conn.execute(

@@ -43,7 +43,7 @@ from taguru_ray.sessions.index_records import (
     parse_handle,
     turn_handle,
 )
-from taguru_ray.sqlite_wal import connect
+from taguru_ray.sqlite_wal import connect, opening
 
 Put = Literal["added", "replaced", "unchanged"]
 
@@ -55,15 +55,20 @@ class SessionStore:
         """Open the folder's store; without `create`, a folder holding none raises
         StoreNotFound (naming the import that makes one) instead of making it."""
         self.path = index_schema.store_file(folder)
-        if not self.path.is_file():
-            if not create:
-                raise StoreNotFound(
-                    f"{folder}: no session store here — make one with "
-                    f"'taguru-ray sessions import PATH… --store {folder}'"
-                )
+        if not create and not self.path.is_file():
+            raise StoreNotFound(
+                f"{folder}: no session store here — make one with "
+                f"'taguru-ray sessions import PATH… --store {folder}'"
+            )
+        with opening(folder, self.path, "session store"):  # one line, not a traceback
             self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = connect(self.path)
-        index_schema.create(self._conn, self.path)
+            conn = connect(self.path)
+            try:
+                index_schema.create(conn, self.path)
+            except BaseException:
+                conn.close()
+                raise
+        self._conn = conn
 
     def close(self) -> None:
         self._conn.close()
