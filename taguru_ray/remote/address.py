@@ -1,8 +1,9 @@
 """Which server a client talks to, and how that address may be written down.
 
 `--url` wins; else ``TAGURU_ADDR`` (the environment, then ``--config``), else the
-reference server's default ``127.0.0.1:8248``. An address with credentials in it
-is refused before any request (they belong in ``TAGURU_API_TOKEN``), and an
+reference server's default ``127.0.0.1:8248``. An address holding a space or a
+control character (as extract's endpoint check refuses one) or credentials is
+refused before any request (they belong in ``TAGURU_API_TOKEN``), and an
 artifact records only scheme, host and port (`mask_url`).
 """
 
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from taguru_ray.contract.server_variables import ADDR
+from taguru_ray.contract.settings.values import unprintable
 
 DEFAULT_ADDR = "127.0.0.1:8248"
 UNPARSEABLE = "<unparseable-url>"
@@ -34,6 +36,10 @@ def base_url(
         named = ADDR
         raw = environ.get(ADDR) or (config or {}).get(ADDR) or DEFAULT_ADDR
     text = raw.strip().rstrip("/")
+    if unprintable(text):  # extract's endpoint check: a usage error, not InvalidURL later
+        raise AddressError(
+            f"{named} holds a space or a control character (not shown) — give http://HOST:PORT"
+        )
     if "://" not in text:
         text = "http://" + text
     try:

@@ -114,6 +114,13 @@ def credential(value: str) -> str | None:
 ENDPOINT_EXAMPLE = "e.g. http://127.0.0.1:8000/v1"
 
 
+def unprintable(url: str) -> bool:
+    """Whether a URL holds a space or a control character inside: no request line can
+    carry it (http.client refuses it as InvalidURL once the run is under way), and a
+    line that echoed it could rewrite the terminal."""
+    return any(char.isspace() or not char.isprintable() for char in url)
+
+
 def endpoint(value: str) -> str:
     """An endpoint URL: http:// or https://, a host, a port (if any) that is a number.
 
@@ -121,7 +128,7 @@ def endpoint(value: str) -> str:
     once the run has started. The text is never echoed: a URL may carry credentials.
     """
     url = value.strip()
-    if any(char.isspace() or not char.isprintable() for char in url):
+    if unprintable(url):
         raise ValueError(f"holds a space or a control character — {ENDPOINT_EXAMPLE}")
     if "://" not in url:
         raise ValueError(f"has no http:// or https:// in front — {ENDPOINT_EXAMPLE}")
