@@ -17,6 +17,7 @@ The contract every caller codes against:
   hex of its sha256).
 - `SessionRefused` — the one-line reason, naming the file:
   ``FILE: line 57: $.message.content[2].citations: unknown field (claude-code allow-list v1)``.
+  JSON nested deeper than Python's reader follows is refused so too, never a RecursionError.
   A ``format`` outside `FORMATS` is the caller's error, a `ValueError`, not a refusal.
 - `detect(data) -> str | None` — the agent format of a file's content.
 
@@ -27,6 +28,7 @@ under its rules; `draft.finish` gives every format the same `seq`, NFC and pairi
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Callable, Sequence
 
 from taguru_ray.sessions.convert import claude_code, codex, openai_chat, secrets
@@ -64,6 +66,11 @@ def convert(
         return _convert(data, file, format, mask, rules, session_id)
     except Refused as refused:
         failure = refused.for_file(file)
+    except RecursionError:  # the JSON reader (and every walk after it) recurses per level
+        failure = Refused(
+            f"JSON nested deeper than the reader follows (about {sys.getrecursionlimit()} "
+            "levels) — no agent writes such a session"
+        ).for_file(file)
     # Raised outside the handler: no exception chain, where a parser's error holds the line.
     raise failure
 
