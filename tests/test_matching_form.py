@@ -9,6 +9,8 @@ from taguru_ray.text.matching_form import (
     FOLDED_RANGES,
     IGNORABLE_RANGES,
     PLAIN_RANGES,
+    SPACE_RANGES,
+    joined_form,
     matching_form,
 )
 
@@ -20,7 +22,7 @@ def without_ignorables(text: str) -> str:
 
 
 def reference(text: str) -> str:
-    return unicodedata.normalize("NFKC", without_ignorables(text))
+    return unicodedata.normalize("NFKC", without_ignorables(text)).replace("\u1680", " ")
 
 
 def test_ascii_and_normalised_text_are_their_own_form() -> None:
@@ -141,9 +143,11 @@ def test_plain_characters_are_their_own_form_and_join_nothing() -> None:
 def test_folded_characters_become_one_ascii_character() -> None:
     for low, high in FOLDED_RANGES:
         for point in range(low, high + 1):
-            form = unicodedata.normalize("NFKC", chr(point))
+            char = chr(point)
+            # U+1680 is the one space separator NFKC leaves alone.
+            form = " " if char == "\u1680" else unicodedata.normalize("NFKC", char)
             assert len(form) == 1 and form.isascii(), hex(point)
-            assert matching_form(chr(point)).text == form
+            assert matching_form(char).text == form
 
 
 def test_the_ignorables_are_invisible_format_or_filler_characters() -> None:
@@ -151,3 +155,47 @@ def test_the_ignorables_are_invisible_format_or_filler_characters() -> None:
         for point in range(low, min(high, low + 64) + 1):
             category = unicodedata.category(chr(point))
             assert category in {"Cf", "Mn", "Lo", "Cn"}, (hex(point), category)
+
+
+def in_ranges(point: int, ranges: tuple[tuple[int, int], ...]) -> bool:
+    return any(low <= point <= high for low, high in ranges)
+
+
+def test_every_format_character_is_ignorable_and_every_space_separator_folds() -> None:
+    for point in range(0x110000):
+        category = unicodedata.category(chr(point))
+        if category == "Cf":
+            assert in_ranges(point, IGNORABLE_RANGES), hex(point)
+        elif category == "Zs" and point != 0x20:
+            assert in_ranges(point, SPACE_RANGES), hex(point)
+    assert all(
+        unicodedata.category(chr(point)) == "Zs"
+        for low, high in SPACE_RANGES
+        for point in range(low, high + 1)
+    )
+
+
+def test_the_joined_form_drops_every_space_character_but_u0020() -> None:
+    spaces = "".join(chr(point) for low, high in SPACE_RANGES for point in range(low, high + 1))
+    text = f"taro{spaces}yamada @ex\u200bample.com"
+    assert matching_form(text).text == "taro" + " " * len(spaces) + "yamada @example.com"
+    joined = joined_form(text)
+    assert joined is not None
+    assert joined.text == "taroyamada @example.com"
+    assert text[slice(*joined.original_span(0, 10))] == f"taro{spaces}yamada"
+    assert joined_form("no space character here") is None
+    assert joined_form("全角　スペース") is not None
+
+
+def test_the_joined_form_is_the_spaced_form_less_its_spaces() -> None:
+    pool = ["a", " ", "\u00a0", "\u3000", "\u1680", "\u202f", "\u200b", "ｶ", "ﾞ", "e", "\u0301"]
+    draw = random.Random(37)
+    for _ in range(5000):
+        text = "".join(draw.choice(pool) for _ in range(draw.randint(0, 10)))
+        joined = joined_form(text)
+        dropped = "".join(char for char in text if not in_ranges(ord(char), SPACE_RANGES))
+        expected = matching_form(dropped).text
+        assert (joined.text if joined else matching_form(text).text) == expected, text
+        if joined is not None:
+            spans = [joined.original_span(i, i + 1) for i in range(len(joined.text))]
+            assert spans == sorted(spans), text

@@ -89,6 +89,7 @@ def test_built_ins_are_in_the_adrs_order_and_filter_by_group() -> None:
         "email",
         "phone",
         "my_number",
+        "us_ssn",
         "payment_card",
     ]
     assert list(BUILTIN_NAMES) == [rule.name for rule in ALL]
@@ -96,6 +97,7 @@ def test_built_ins_are_in_the_adrs_order_and_filter_by_group() -> None:
         "email",
         "phone",
         "my_number",
+        "us_ssn",
         "payment_card",
     ]
     assert len(builtin_rules(frozenset({SECRETS}))) == 10
@@ -922,3 +924,59 @@ def test_the_shapes_corpus_loses_every_secret_and_keeps_every_look_alike() -> No
         assert kept in redacted, kept
     assert {entry["rule"] for entry in expected["secrets"]} <= {found.rule for found in redactions}
     assert len(split_paragraphs(redacted)) == len(split_paragraphs(text)) == expected["paragraphs"]
+
+
+# --- issue 37: what a space character, a phone's everyday shape or a short label hid ----------
+
+
+@pytest.mark.parametrize(
+    ("text", "secrets"),
+    [
+        ("mail taro\u00a0yamada@example.com now", ["taro", "yamada", "example.com"]),
+        ("mail taro@exam\u202fple.com now", ["taro", "exam", "ple.com"]),
+        (f"key {AWS[:9]}\u00a0{AWS[9:]} here", [AWS[:9], AWS[9:]]),
+        (f"key {AWS[:9]}\u3000{AWS[9:]} here", [AWS[:9], AWS[9:]]),
+        ("password=hunter\u2007two-x9 done", ["hunter", "two-x9"]),
+        (f"key {AWS[:9]}\u1680{AWS[9:]} here", [AWS[:9], AWS[9:]]),
+        (f"key {AWS[:9]}\u0600{AWS[9:]} here", [AWS[:9], AWS[9:]]),
+    ],
+)
+def test_a_space_or_format_character_inside_a_match_hides_nothing(
+    text: str, secrets: list[str]
+) -> None:
+    redacted, _ = redact(text, DOC, ALL)
+    for secret in secrets:
+        assert secret not in redacted, (secret, redacted)
+
+
+@pytest.mark.parametrize(
+    "phone", ["(555) 123-4567", "555-123-4567", "555 123 4567", "555.123.4567", "(555)123 4567"]
+)
+def test_a_us_phone_in_its_everyday_shapes_is_masked(phone: str) -> None:
+    assert masked(f"call {phone} today") == [("phone", phone)]
+
+
+def test_pass_is_a_credential_label_but_not_inside_a_longer_word() -> None:
+    assert masked('{"pass": "hunter2-x"}') == [("credential_assignment", "hunter2-x")]
+    assert masked("DB_PASS=hunter2-x") == [("credential_assignment", "hunter2-x")]
+    for text in ["bypass: true", "compass = north", "passes: 3", "the passage: read it"]:
+        assert redact(text, DOC, ALL) == (text, []), text
+
+
+@pytest.mark.parametrize("ssn", ["123-45-6789", "123 45 6789", "078-05-1120"])
+def test_a_us_social_security_number_is_pii(ssn: str) -> None:
+    assert masked(f"SSN {ssn} on file") == [("us_ssn", ssn)]
+    assert [rule.name for rule in builtin_rules(frozenset({PII}))].count("us_ssn") == 1
+
+
+@pytest.mark.parametrize("ssn", ["000-12-3456", "666-12-3456", "912-12-3456", "123-00-4567"])
+def test_a_number_the_ssa_never_issues_is_no_ssn(ssn: str) -> None:
+    assert rules_of(f"ref {ssn}") == []
+
+
+def test_an_escaped_quote_around_a_credential_is_json_not_the_value() -> None:
+    assert masked('password=\\"hunter2-x\\"') == [("credential_assignment", "hunter2-x")]
+    assert masked('{\\"api_key\\": \\"abc-123-def\\"}') == [
+        ("credential_assignment", "abc-123-def")
+    ]
+    assert masked('API_KEY=\\\\\\"hunter2-x\\\\\\"') == [("credential_assignment", "hunter2-x")]

@@ -4,12 +4,21 @@ A secret in full-width digits (``０９０－１２３４－５６７８``), wit
 spaces between its groups or a zero-width space inside it, is the same secret
 to a reader — and to the model. So the rules match a paragraph's *matching
 form*: Unicode NFKC, which folds full-width and other compatibility forms to
-ASCII and every space character (U+00A0, U+3000, …) to U+0020, with the
-default-ignorable code points dropped first (zero-width space and joiners,
-word joiner, BOM, soft hyphen, bidi controls, variation selectors: invisible
-by definition, so they can only ever hide a match). Each character of the form
-remembers the span of the original it came from, so a match found in the form
-is masked in the original and everything else stays byte for byte.
+ASCII, with every invisible character dropped first — the default-ignorable
+code points and every format character (category Cf: zero-width space and
+joiners, word joiner, BOM, soft hyphen, bidi controls, variation selectors,
+interlinear annotation marks, …), which a renderer shows nothing for, so they
+can only ever hide a match. Each character of the form remembers the span of
+the original it came from, so a match found in the form is masked in the
+original and everything else stays byte for byte.
+
+A space character other than U+0020 (category Zs: U+00A0, U+1680, U+2000..200A,
+U+202F, U+205F, U+3000) is read two ways, since it can be either: a space
+between a phone number's groups (``090\u30001234\u30005678``), or a character
+put inside one token to break it (``taro\u00a0yamada@example.com``). The
+*spaced* form (`matching_form`) folds it to U+0020; the *joined* form
+(`joined_form`) drops it like a zero-width space. The rules read both, and a
+match in either is masked (`text/redact.py`).
 
 NFKC is applied cluster by cluster, not character by character: a cluster is
 a character and the characters after it that change its normal form (a
@@ -26,13 +35,19 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
-# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt): what a
-# renderer shows nothing for. Dropped before NFKC, so `taro\u200b@example.com`
-# reads as an address.
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt), what a
+# renderer shows nothing for, and every other format character (category Cf, to
+# Unicode 15.1; tests/test_matching_form.py checks Python's table against it).
+# Dropped before NFKC, so `taro\u200b@example.com` reads as an address.
 IGNORABLE_RANGES: tuple[tuple[int, int], ...] = (
     (0x00AD, 0x00AD),  # soft hyphen
     (0x034F, 0x034F),  # combining grapheme joiner
+    (0x0600, 0x0605),  # Arabic number signs (Cf)
     (0x061C, 0x061C),  # Arabic letter mark
+    (0x06DD, 0x06DD),  # Arabic end of ayah (Cf)
+    (0x070F, 0x070F),  # Syriac abbreviation mark (Cf)
+    (0x0890, 0x0891),  # Arabic pound and piastre marks above (Cf)
+    (0x08E2, 0x08E2),  # Arabic disputed end of ayah (Cf)
     (0x115F, 0x1160),  # Hangul fillers
     (0x17B4, 0x17B5),
     (0x180B, 0x180F),  # Mongolian variation selectors and vowel separator
@@ -43,10 +58,24 @@ IGNORABLE_RANGES: tuple[tuple[int, int], ...] = (
     (0xFE00, 0xFE0F),  # variation selectors
     (0xFEFF, 0xFEFF),  # zero-width no-break space (BOM)
     (0xFFA0, 0xFFA0),  # half-width Hangul filler
-    (0xFFF0, 0xFFF8),
+    (0xFFF0, 0xFFFB),  # interlinear annotation marks (Cf) and unassigned specials
+    (0x110BD, 0x110BD),  # Kaithi number sign (Cf)
+    (0x110CD, 0x110CD),  # Kaithi number sign above (Cf)
+    (0x13430, 0x1343F),  # Egyptian hieroglyph format controls (Cf)
     (0x1BCA0, 0x1BCA3),  # shorthand format controls
     (0x1D173, 0x1D17A),  # musical formatting
     (0xE0000, 0xE0FFF),  # tags, variation selectors supplement
+)
+
+# The space separators (category Zs) besides U+0020: a space in the spaced form,
+# nothing in the joined one. NFKC folds all but U+1680, which is folded here.
+SPACE_RANGES: tuple[tuple[int, int], ...] = (
+    (0x00A0, 0x00A0),  # no-break space
+    (0x1680, 0x1680),  # Ogham space mark
+    (0x2000, 0x200A),  # en quad .. hair space
+    (0x202F, 0x202F),  # narrow no-break space
+    (0x205F, 0x205F),  # medium mathematical space
+    (0x3000, 0x3000),  # ideographic space
 )
 
 # Characters that are a cluster of their own, never ignorable, and whose NFKC
@@ -63,14 +92,10 @@ PLAIN_RANGES: tuple[tuple[int, int], ...] = (
     (0x30FC, 0x30FC),  # ー
     (0x4E00, 0x9FFF),  # CJK unified ideographs
 )
-FOLDED_RANGES: tuple[tuple[int, int], ...] = (
-    (0x00A0, 0x00A0),  # no-break space
-    (0x2000, 0x200A),  # en quad .. hair space
-    (0x202F, 0x202F),  # narrow no-break space
-    (0x205F, 0x205F),  # medium mathematical space
-    (0x3000, 0x3000),  # ideographic space
+FULL_WIDTH_RANGES: tuple[tuple[int, int], ...] = (
     (0xFF01, 0xFF5E),  # full-width ASCII: ０-９, Ａ-Ｚ, ａ-ｚ, ＠, －, ．, ：, ＝, …
 )
+FOLDED_RANGES: tuple[tuple[int, int], ...] = SPACE_RANGES + FULL_WIDTH_RANGES
 
 
 def _class(ranges: tuple[tuple[int, int], ...]) -> str:
@@ -81,11 +106,34 @@ def _code_points(ranges: tuple[tuple[int, int], ...]) -> list[str]:
     return [chr(point) for low, high in ranges for point in range(low, high + 1)]
 
 
-_IGNORABLE = re.compile(f"[{_class(IGNORABLE_RANGES)}]")
-_ONE_TO_ONE_RUN = re.compile(f"[{_class(PLAIN_RANGES + FOLDED_RANGES)}]+")
-_FOLD = str.maketrans(
-    {char: unicodedata.normalize("NFKC", char) for char in _code_points(FOLDED_RANGES)}
-)
+@dataclass(frozen=True)
+class _Reading:
+    """One way to read the text: what is dropped, what runs one to one, and its folding."""
+
+    ignorable: re.Pattern[str]
+    one_to_one_run: re.Pattern[str]
+    fold: dict[int, str]
+
+
+def _reading(
+    ignorable: tuple[tuple[int, int], ...], folded: tuple[tuple[int, int], ...]
+) -> _Reading:
+    spaces = set(_code_points(SPACE_RANGES))
+    return _Reading(
+        re.compile(f"[{_class(ignorable)}]"),
+        re.compile(f"[{_class(PLAIN_RANGES + folded)}]+"),
+        str.maketrans(
+            {
+                char: " " if char in spaces else unicodedata.normalize("NFKC", char)
+                for char in _code_points(folded)
+            }
+        ),
+    )
+
+
+_SPACED = _reading(IGNORABLE_RANGES, FOLDED_RANGES)
+_JOINED = _reading(IGNORABLE_RANGES + SPACE_RANGES, FULL_WIDTH_RANGES)
+_SPACE = re.compile(f"[{_class(SPACE_RANGES)}]")
 
 
 @dataclass(frozen=True)
@@ -119,17 +167,32 @@ class _Cluster:
 
 
 def matching_form(text: str) -> MatchingForm:
-    """``text`` as the redaction rules read it: ignorables dropped, then NFKC by cluster."""
+    """``text`` as the redaction rules read it: invisibles dropped, then NFKC by cluster,
+    every space character a U+0020 (the spaced form)."""
     if text.isascii() or (
-        _IGNORABLE.search(text) is None and unicodedata.is_normalized("NFKC", text)
+        _SPACED.ignorable.search(text) is None
+        and _SPACE.search(text) is None
+        and unicodedata.is_normalized("NFKC", text)
     ):
         return MatchingForm(text, len(text))
+    return _form(text, _SPACED)
+
+
+def joined_form(text: str) -> MatchingForm | None:
+    """The joined form: the spaced form with every space character but U+0020 dropped
+    too, as a zero-width space is; None when ``text`` holds none (the forms agree)."""
+    if text.isascii() or _SPACE.search(text) is None:
+        return None
+    return _form(text, _JOINED)
+
+
+def _form(text: str, reading: _Reading) -> MatchingForm:
     pieces: list[str] = []
     starts: list[int] = []
     ends: list[int] = []
-    for cluster in _clusters(text):
+    for cluster in _clusters(text, reading):
         if cluster.one_to_one:
-            pieces.append(cluster.source.translate(_FOLD))
+            pieces.append(cluster.source.translate(reading.fold))
             starts.extend(range(cluster.start, cluster.end))
             ends.extend(range(cluster.start + 1, cluster.end + 1))
             continue
@@ -140,17 +203,17 @@ def matching_form(text: str) -> MatchingForm:
     return MatchingForm("".join(pieces), len(text), starts, ends)
 
 
-def _clusters(text: str) -> list[_Cluster]:
+def _clusters(text: str, reading: _Reading) -> list[_Cluster]:
     clusters: list[_Cluster] = []
     index = 0
     while index < len(text):
-        run = _ONE_TO_ONE_RUN.match(text, index)
+        run = reading.one_to_one_run.match(text, index)
         if run is not None:
             clusters.append(_Cluster(index, run.end(), run.group(), one_to_one=True))
             index = run.end()
             continue
         char = text[index]
-        if _IGNORABLE.match(char) is None:
+        if reading.ignorable.match(char) is None:
             if clusters and _joins(_tail(clusters[-1]), char):
                 _join(clusters, index, char)
             else:

@@ -9,23 +9,25 @@ judgment — deterministic, no model, no dictionary — in two selectable groups
   google_api_key, private_key (a PEM block), jwt, credential_assignment,
   authorization_header, url_userinfo;
 - ``pii``: email, phone (Japanese, North American and international forms),
-  my_number (12-digit 個人番号 whose check digit holds), payment_card (issuer
-  range + Luhn).
+  my_number (12-digit 個人番号 whose check digit holds), us_ssn (a Social
+  Security number the SSA could issue), payment_card (issuer range + Luhn).
 
 Names, addresses, dates, IP addresses and high-entropy strings are not judged,
 on purpose. A user's rules file (``name<TAB>regex`` per line) is applied after
 the built-ins in file order.
 
 Matching is per canonical paragraph (``split_paragraphs`` of the original
-text), and every rule, a user's too, reads the paragraph's matching form
-(``text/matching_form.py``: NFKC, invisible characters dropped) so that
-full-width digits, no-break spaces or a zero-width space hide nothing; a match
-is mapped back to the original characters it came from, and those are
-masked. ``private_key`` alone reads the whole segment, since a PEM block may
-hold a blank line (the legacy encrypted form does): each paragraph's part of a
-block is a candidate there, masked with its own placeholder, so no mask spans
-a paragraph separator. Within a paragraph every rule's candidates are
-collected; a value-only rule (assignment, header, userinfo) masks its value
+text), and every rule, a user's too, reads the paragraph's matching forms
+(``text/matching_form.py``: NFKC, every format character dropped; a space
+character other than U+0020 read once as a space and once dropped, as a
+zero-width space is) so that full-width digits, a no-break space or a
+zero-width one hide nothing; a match in either form is mapped back to the
+original characters it came from, and those are masked. ``private_key``
+alone reads the whole segment, since a PEM block may hold a blank line (the
+legacy encrypted form does): each paragraph's part of a block is a candidate
+there, masked with its own placeholder, so no mask spans a paragraph
+separator. Within a paragraph every rule's candidates are collected; a
+value-only rule (assignment, header, userinfo) masks its value
 but owns its whole match, shadowing other rules' candidates inside it (not a
 key block's part, which may run past it); the rest are ordered by start
 ascending, length descending, then rule order, and accepted greedily. A
@@ -55,7 +57,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from taguru_ray.text.matching_form import MatchingForm, matching_form
+from taguru_ray.text.matching_form import MatchingForm, joined_form, matching_form
 from taguru_ray.text.paragraphs import WHITE_SPACE, Paragraph, is_white_space, split_paragraphs
 
 REDACT_VERSION = "redact2"
@@ -229,6 +231,18 @@ def phone_digits_plausible(candidate: str) -> bool:
     return 8 <= digits <= 15 if candidate.startswith("+") else 10 <= digits <= 11
 
 
+def us_ssn_holds(candidate: str) -> bool:
+    """A Social Security number as the SSA issues them: area 001–899 but not 666, group
+    01–99, serial 0001–9999 (so 000-12-3456 or 123-00-4567 is a reference, not a person)."""
+    digits = _ascii_digits(candidate)
+    if len(digits) != 9:
+        return False
+    area = digits[0] * 100 + digits[1] * 10 + digits[2]
+    group = digits[3] * 10 + digits[4]
+    serial = int("".join(map(str, digits[5:])))
+    return 0 < area < 900 and area != 666 and group > 0 and serial > 0
+
+
 def _ascii_digits(text: str) -> list[int]:
     return [ord(char) - 48 for char in text if "0" <= char <= "9"]
 
@@ -320,15 +334,28 @@ CREDENTIAL_NAMES: tuple[str, ...] = (
     r"api[_-]?key",
     r"(?:private|signing|encryption|master)[_-]?key(?:[_-]?id)?",
 )
+# `pass` is too short to end a longer word (bypass:, compass =): it is a name
+# alone or after `_` or `-` (DB_PASS, smtp-pass, "pass":).
+CREDENTIAL_SHORT_NAMES: tuple[str, ...] = ("pass",)
 # The same in Japanese labels, which no ASCII word boundary precedes.
 CREDENTIAL_LABELS_JA: tuple[str, ...] = ("パスワード", "暗証番号")
-# The key may be quoted ("password": …, 'api_key': …). A quoted value is masked
-# to its closing quote, spaces and all; a bare one to the next space, quote,
-# comma, semicolon or Japanese punctuation.
+# A quote, or a quote JSON escaped once or more (\", \\\" inside a JSON string).
+_QUOTE = r"(?:\\*[\"'])"
+# A bare value's character, or a backslash run before one (C:\dir): a backslash
+# before a quote or the end is the escape of what follows, not the value.
+_BARE = f"[^{_WS}\"',;、。「」\\\\]"
+# A header's credential: to the next space or quote, the same way.
+_TOKEN = f"[^{_WS}\"'\\\\]"
+# The key may be quoted ("password": …, 'api_key': …, \"token\": …). A quoted
+# value is masked to its closing quote, spaces and all, an escaped-quoted one to
+# its closing escaped quote; a bare one to the next space, quote, comma,
+# semicolon or Japanese punctuation.
 _CREDENTIAL_VALUE = _either(
     r'"((?:[^"\\\n]|\\.)+)"',
     r"'((?:[^'\\\n]|\\.)+)'",
-    rf"[\"']?([^{_WS}\"',;、。「」]+)",
+    r'\\+"((?:[^"\\\n]|\\+[^"\\\n])+)\\+"',
+    r"\\+'((?:[^'\\\n]|\\+[^'\\\n])+)\\+'",
+    rf"{_QUOTE}?((?:{_BARE}|\\+{_BARE})+)",
 )
 
 _DASHES = "\\-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u30fc"  # - ‐ ‑ ‒ – — ― − ー
@@ -338,10 +365,10 @@ PHONE_FORMS: tuple[str, ...] = (
     # Japanese: 03-1234-5678, 090 1234 5678, 0120-123-456, (03) 1234-5678
     rf"\b0\d{{1,4}}[{_DASHES} ]\d{{1,4}}[{_DASHES} ]\d{{3,4}}\b",
     rf"\(0\d{{1,4}}\)[{_WS}]?\d{{1,4}}[{_DASHES} ]\d{{3,4}}\b",
-    # North American: (415) 555-2671, 415-555-2671, 415.555.2671, 1-800-555-0199
-    r"\([2-9]\d{2}\) ?[2-9]\d{2}[-.]\d{4}\b",
-    r"\b(?:1-)?[2-9]\d{2}-[2-9]\d{2}-\d{4}\b",
-    r"\b(?:1\.)?[2-9]\d{2}\.[2-9]\d{2}\.\d{4}\b",
+    # North American: (415) 555-2671, 415-555-2671, 415.555.2671, 555 123 4567,
+    # 1-800-555-0199 — any exchange, as the everyday fictional 555-123-4567 has
+    rf"\(\d{{3}}\) ?\d{{3}}[{_DASHES}. ]\d{{4}}\b",
+    rf"\b(?:1[{_DASHES}. ])?\d{{3}}[{_DASHES}. ]\d{{3}}[{_DASHES}. ]\d{{4}}\b",
     # International: +81 3 1234 5678, +1 415 555 2671, +1 (415) 555-2671
     r"\+\d{1,3}[- ]\d{1,4}[- ]\d{2,4}[- ]\d{3,4}\b",
     r"\+\d{1,3} ?\(\d{1,4}\) ?\d{1,4}[- ]\d{3,4}\b",
@@ -375,15 +402,18 @@ _BUILTINS: tuple[Rule, ...] = (
     _builtin(
         "credential_assignment",
         SECRETS,
-        rf"(?:\b[a-z0-9_]*(?:{'|'.join(CREDENTIAL_NAMES)})|{'|'.join(CREDENTIAL_LABELS_JA)})"
-        rf"[\"']?[{_WS}]*[=:][{_WS}]*(?:{_CREDENTIAL_VALUE})",
+        rf"(?:\b[a-z0-9_]*(?:{'|'.join(CREDENTIAL_NAMES)})"
+        rf"|\b(?:[a-z0-9_]*[_-])?(?:{'|'.join(CREDENTIAL_SHORT_NAMES)})"
+        rf"|{'|'.join(CREDENTIAL_LABELS_JA)})"
+        rf"{_QUOTE}?[{_WS}]*[=:][{_WS}]*(?:{_CREDENTIAL_VALUE})",
         re.IGNORECASE,
         value_only=True,
     ),
     _builtin(
         "authorization_header",
         SECRETS,
-        rf"\bAuthorization[\"']?[{_WS}]*:[{_WS}]*[\"']?(?:Bearer|Basic)[{_WS}]+([^{_WS}\"']+)",
+        rf"\bAuthorization{_QUOTE}?[{_WS}]*:[{_WS}]*{_QUOTE}?(?:Bearer|Basic)[{_WS}]+"
+        rf"((?:{_TOKEN}|\\+{_TOKEN})+)",
         re.IGNORECASE,
         value_only=True,
     ),
@@ -413,6 +443,12 @@ _BUILTINS: tuple[Rule, ...] = (
         PII,
         r"\b\d{4}[ -]?\d{4}[ -]?\d{4}\b",
         validate=my_number_check_digit_holds,
+    ),
+    _builtin(
+        "us_ssn",
+        PII,
+        rf"\b\d{{3}}[{_DASHES} ]\d{{2}}[{_DASHES} ]\d{{4}}\b",
+        validate=us_ssn_holds,
     ),
     _builtin("payment_card", PII, r"\b\d(?:[ -]?\d){12,18}\b", validate=payment_card_holds),
 )
@@ -587,10 +623,13 @@ def _class_body_start(pattern: str, index: int) -> int:
 def _scan(text: str, rules: Sequence[Rule]) -> list[_Match]:
     """Every accepted match, paragraph by paragraph, offsets into ``text``."""
     paragraphs = [
-        _Read(paragraph.index, offset, paragraph.text, matching_form(paragraph.text))
+        _read(paragraph.index, offset, paragraph.text)
         for paragraph, offset in _paragraph_offsets(text)
     ]
-    across = _across_paragraphs(text, paragraphs, rules)
+    across: dict[int, list[_Candidate]] = {}
+    for reading in range(max((len(p.forms) for p in paragraphs), default=0)):
+        for index, found in _across_paragraphs(text, paragraphs, rules, reading).items():
+            across.setdefault(index, []).extend(found)
     matches: list[_Match] = []
     for paragraph in paragraphs:
         candidates = _candidates(paragraph, rules) + across.get(paragraph.index, [])
@@ -609,12 +648,19 @@ def _scan(text: str, rules: Sequence[Rule]) -> list[_Match]:
 
 @dataclass(frozen=True)
 class _Read:
-    """A canonical paragraph, where it sits in the segment, and its matching form."""
+    """A canonical paragraph, where it sits in the segment, and its matching forms: the
+    spaced one, then the joined one when the paragraph holds a space character."""
 
     index: int
     offset: int
     text: str
-    form: MatchingForm
+    forms: tuple[MatchingForm, ...]
+
+
+def _read(index: int, offset: int, text: str) -> _Read:
+    joined = joined_form(text)
+    spaced = matching_form(text)
+    return _Read(index, offset, text, (spaced,) if joined is None else (spaced, joined))
 
 
 def _paragraph_offsets(text: str) -> Iterator[tuple[Paragraph, int]]:
@@ -632,21 +678,26 @@ def _paragraph_offsets(text: str) -> Iterator[tuple[Paragraph, int]]:
 
 
 def _candidates(paragraph: _Read, rules: Sequence[Rule]) -> list[_Candidate]:
-    """Each paragraph rule's candidates, found in the matching form, spans in the original."""
-    form = paragraph.form
+    """Each paragraph rule's candidates, found in each matching form, spans in the original.
+
+    A match in either form counts: the spaced form finds a number grouped by no-break
+    spaces, the joined one an address a no-break space was put inside.
+    """
+    spaced = paragraph.forms[0]
     found = []
-    for placeholder in _PLACEHOLDER.finditer(form.text):
-        start, end = form.original_span(*placeholder.span())
+    for placeholder in _PLACEHOLDER.finditer(spaced.text):
+        start, end = spaced.original_span(*placeholder.span())
         # Kept only as written: a look-alike in other characters is text like any other.
         if _PLACEHOLDER.fullmatch(paragraph.text, start, end):
             found.append(_Candidate(start, end, -1, PREEXISTING_RULE, preexisting=True))
-    for order, rule in enumerate(rules):
-        if rule.across_paragraphs:
-            continue
-        for match in rule.finditer(form.text):
-            candidate = _candidate(match, order, rule, form)
-            if candidate is not None:
-                found.append(candidate)
+    for form in paragraph.forms:
+        for order, rule in enumerate(rules):
+            if rule.across_paragraphs:
+                continue
+            for match in rule.finditer(form.text):
+                candidate = _candidate(match, order, rule, form)
+                if candidate is not None:
+                    found.append(candidate)
     return found
 
 
@@ -676,9 +727,10 @@ def _value_span(match: re.Match[str]) -> tuple[int, int] | None:
 
 
 def _across_paragraphs(
-    text: str, paragraphs: Sequence[_Read], rules: Sequence[Rule]
+    text: str, paragraphs: Sequence[_Read], rules: Sequence[Rule], reading: int
 ) -> dict[int, list[_Candidate]]:
-    """The candidates of the rules matched over the whole segment, by paragraph index.
+    """The candidates of the rules matched over the whole segment, by paragraph index,
+    in one reading (0 spaced, 1 joined: a paragraph with no joined form gives its spaced).
 
     A match becomes one candidate per paragraph it touches, the paragraph's
     part of it, so no mask covers a separator and the paragraphs keep their
@@ -687,7 +739,7 @@ def _across_paragraphs(
     spanning = [(order, rule) for order, rule in enumerate(rules) if rule.across_paragraphs]
     if not spanning or not paragraphs:
         return {}
-    joined, firsts = _joined_forms(text, paragraphs)
+    joined, firsts = _joined_forms(text, paragraphs, reading)
     found: dict[int, list[_Candidate]] = {}
     for order, rule in spanning:
         for match in rule.finditer(joined):
@@ -695,7 +747,7 @@ def _across_paragraphs(
                 continue
             since, to = match.span()
             for index in range(max(bisect_right(firsts, since) - 1, 0), len(paragraphs)):
-                first, form = firsts[index], paragraphs[index].form
+                first, form = firsts[index], _form_of(paragraphs[index], reading)
                 if first >= to:
                     break
                 start, end = max(since, first) - first, min(to, first + len(form.text)) - first
@@ -706,16 +758,21 @@ def _across_paragraphs(
     return found
 
 
-def _joined_forms(text: str, paragraphs: Sequence[_Read]) -> tuple[str, list[int]]:
+def _form_of(paragraph: _Read, reading: int) -> MatchingForm:
+    return paragraph.forms[min(reading, len(paragraph.forms) - 1)]
+
+
+def _joined_forms(text: str, paragraphs: Sequence[_Read], reading: int) -> tuple[str, list[int]]:
     """The paragraphs' matching forms joined by the original separators, and where each starts."""
     pieces: list[str] = []
     firsts: list[int] = []
     cursor = length = 0
     for paragraph in paragraphs:
         gap = text[cursor : paragraph.offset]
-        pieces += [gap, paragraph.form.text]
+        form = _form_of(paragraph, reading).text
+        pieces += [gap, form]
         firsts.append(length + len(gap))
-        length += len(gap) + len(paragraph.form.text)
+        length += len(gap) + len(form)
         cursor = paragraph.offset + len(paragraph.text)
     return "".join(pieces), firsts
 
