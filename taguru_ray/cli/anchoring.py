@@ -14,7 +14,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from taguru_ray.cli.args import OneLineParser, parse, write_report
+from taguru_ray.cli.args import OneLineParser, location, parse, write_report
 from taguru_ray.contract.names import join
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.tools.anchoring import judge_files, render_text
@@ -36,10 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
         "however faithful it is.",
         allow_abbrev=False,
     )
-    parser.add_argument("outs", nargs="+", metavar="OUT", help="an extract --out, or a source file")
+    parser.add_argument("outs", nargs="+", metavar="OUT", type=location,
+                        help="an extract --out, or a source file")  # fmt: skip
     parser.add_argument(
-        "--json", metavar="FILE", help="write the report, every listed association included"
-    )
+        "--json", metavar="FILE", type=location,
+        help="write the report, every listed association included",
+    )  # fmt: skip
     parser.add_argument(
         "--list",
         metavar="N",

@@ -9,6 +9,7 @@ from typing import NoReturn
 
 import fsspec
 
+from taguru_ray.contract.settings.values import location as _location
 from taguru_ray.errors import EXIT_USAGE
 
 
@@ -21,6 +22,15 @@ def write_report(path: str, data: object) -> str | None:
     except OSError as error:
         return f"writing {path}: {error}"
     return None
+
+
+def location(text: str) -> str:
+    """argparse's ``type`` for a path or fsspec URL: one this install cannot open (an
+    unknown protocol, a driver not installed) is a usage error naming it and the fix."""
+    try:
+        return _location(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace | int:

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from taguru_ray.benchmark.compare import compare
+from taguru_ray.contract.settings.values import location
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError
 
 PREFIX = "taguru-ray: benchmark: "
@@ -67,6 +68,10 @@ def parse_args(argv: Sequence[str]) -> tuple[str, bool] | None:
             results_dir = arg
     if results_dir is None:
         raise _Usage("requires a RESULTS_DIR argument")
+    try:
+        location(results_dir)  # a protocol nobody knows, a driver not installed: usage
+    except ValueError as error:
+        raise _Usage(str(error)) from None
     return results_dir, with_text
 
 

@@ -40,7 +40,7 @@ from taguru_ray.benchmark.manifest import (
 from taguru_ray.benchmark.matrix import MatrixRun, write_json
 from taguru_ray.benchmark.models_file import ModelsError, parse_models
 from taguru_ray.benchmark.probe import probe
-from taguru_ray.cli.args import OneLineParser
+from taguru_ray.cli.args import OneLineParser, location
 from taguru_ray.contract.answer_schema import response_format_json_schema
 from taguru_ray.contract.settings.fingerprint import PROMPT_VERSION
 from taguru_ray.contract.settings.sizes import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
@@ -85,17 +85,21 @@ def parser() -> OneLineParser:
         description="Run one extract per (model, run) cell of a models.json matrix into a "
         "results directory; rerun the same command to resume.",
     )
-    p.add_argument("corpus", metavar="CORPUS_DIR", help="the folder of .md/.txt segments")
-    p.add_argument("--models", required=True, metavar="FILE", help="the models.json matrix")
+    p.add_argument("corpus", metavar="CORPUS_DIR", type=location,
+                   help="the folder of .md/.txt segments")  # fmt: skip
+    p.add_argument("--models", required=True, metavar="FILE", type=location,
+                   help="the models.json matrix")  # fmt: skip
     p.add_argument("--context", required=True, metavar="ID", help="target context (UUID)")
-    p.add_argument("--out", required=True, metavar="DIR", help="results folder or fsspec URL")
+    p.add_argument("--out", required=True, metavar="DIR", type=location,
+                   help="results folder or fsspec URL")  # fmt: skip
     p.add_argument("--runs", type=_int(1, 99), default=1, metavar="N", help="runs per model")
     p.add_argument("--questions", type=_int(1, 8), metavar="N", help="questions per paragraph")
     p.add_argument("--fact-budget", type=_int(1), metavar="N", help="facts per paragraph")
     p.add_argument("--no-passage", action="store_true", help="write no passage line")
     p.add_argument("--lossy", action="store_true", help="drop invalid items, keep the rest")
     p.add_argument("--candidates", action="store_true", help="offer candidate names")
-    p.add_argument("--vocabulary", metavar="PATH", help="a label vocabulary export")
+    p.add_argument("--vocabulary", metavar="PATH", type=location,
+                   help="a label vocabulary export")  # fmt: skip
     p.add_argument("--name", metavar="NAME", help="the create block's context name")
     p.add_argument("--description", metavar="TEXT", help="the create block's description")
     p.add_argument(

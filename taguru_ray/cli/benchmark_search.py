@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from taguru_ray.benchmark.search import Request, run_search
+from taguru_ray.contract.settings.values import location
 from taguru_ray.errors import EXIT_OK, EXIT_USAGE, TaguruRayError
 
 PREFIX = "taguru-ray: benchmark search: "
@@ -106,6 +107,11 @@ def parse_args(argv: Sequence[str]) -> Request | None:
         raise _Usage("takes exactly one RESULTS_DIR argument")
     if "--url" in values and "--store" in values:
         raise _Usage("--url and --store name two places to search — give one")
+    for where in (values["--eval"], values.get("--config"), positional[0]):
+        try:
+            location(where or "")  # a protocol nobody knows, a driver not installed: usage
+        except ValueError as error:
+            raise _Usage(str(error)) from None
     url = values.get("--url")
     return Request(
         eval_path=values["--eval"],

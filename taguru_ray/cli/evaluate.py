@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 
 import fsspec
 
-from taguru_ray.cli.args import OneLineParser
+from taguru_ray.cli.args import OneLineParser, location
 from taguru_ray.errors import EXIT_FAILED, EXIT_USAGE, UsageError
 from taguru_ray.evalset import EvalSet, EvalSetError, Mode, limit_problem, load
 from taguru_ray.evaluate.budget import Limits
@@ -49,18 +49,22 @@ def build_parser() -> OneLineParser:
         "structural and citation lanes, metrics, and thresholds (exit 3 on a violation).",
         allow_abbrev=False,
     )
-    parser.add_argument("--eval", metavar="FILE", required=True, help="the eval.jsonl dataset")
+    parser.add_argument("--eval", metavar="FILE", required=True, type=location,
+                        help="the eval.jsonl dataset")  # fmt: skip
     parser.add_argument("--context", metavar="NAME", required=True, help="the context to query")
     parser.add_argument(
         "--url", metavar="URL", help="the server (default: TAGURU_ADDR, else 127.0.0.1:8248)"
     )
     parser.add_argument(
-        "--config", metavar="FILE", help="KEY=VALUE variables read before resolving the server"
+        "--config", metavar="FILE", type=location,
+        help="KEY=VALUE variables read before resolving the server",
     )
     parser.add_argument(
-        "--out", metavar="FILE", default="evaluation.json", help="the artifact (evaluation.json)"
+        "--out", metavar="FILE", default="evaluation.json", type=location,
+        help="the artifact (evaluation.json)",
     )
-    parser.add_argument("--thresholds", metavar="FILE", help="regression bounds; exit 3 if broken")
+    parser.add_argument("--thresholds", metavar="FILE", type=location,
+                        help="regression bounds; exit 3 if broken")  # fmt: skip
     parser.add_argument(
         "--assembly", action="store_true", help="use POST …/evidence for the passage lane"
     )

@@ -17,7 +17,7 @@ from typing import Any
 
 import fsspec
 
-from taguru_ray.cli.args import OneLineParser
+from taguru_ray.cli.args import OneLineParser, location
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.evaluate.compare import EvaluationInputError, compare, load_json, render
 from taguru_ray.store.publish import publish
@@ -38,11 +38,14 @@ def parser() -> OneLineParser:
         "decides; a mismatched context, corpus revision, thresholds file or budget is a "
         "warning, never a refusal.",
     )
-    p.add_argument("base", metavar="BASE", help="the earlier evaluation.json (path or fsspec URL)")
-    p.add_argument("head", metavar="HEAD", help="the later evaluation.json (path or fsspec URL)")
+    p.add_argument("base", metavar="BASE", type=location,
+                   help="the earlier evaluation.json (path or fsspec URL)")  # fmt: skip
+    p.add_argument("head", metavar="HEAD", type=location,
+                   help="the later evaluation.json (path or fsspec URL)")  # fmt: skip
     p.add_argument(
-        "--out", default=DEFAULT_OUT, metavar="FILE", help=f"where to write (default {DEFAULT_OUT})"
-    )
+        "--out", default=DEFAULT_OUT, metavar="FILE", type=location,
+        help=f"where to write (default {DEFAULT_OUT})",
+    )  # fmt: skip
     return p
 
 

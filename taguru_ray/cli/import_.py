@@ -29,7 +29,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from taguru_ray.cli.args import OneLineParser, parse
+from taguru_ray.cli.args import OneLineParser, location, parse
 from taguru_ray.context.embeddings import embedder_from_env
 from taguru_ray.context.importer import ImportRefusal, read_stream
 from taguru_ray.context.store import SqliteStore
@@ -51,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
         "a Taguru server (--url). A refused file applies nothing.",
         allow_abbrev=False,
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="source files or folders")
+    parser.add_argument("paths", nargs="+", metavar="PATH", type=location,
+                        help="source files or folders")  # fmt: skip
     target = parser.add_mutually_exclusive_group(required=True)
     target.add_argument("--store", metavar="DIR", help="the embedded store's folder")
     target.add_argument("--url", metavar="URL", help="a Taguru server to POST /import to")

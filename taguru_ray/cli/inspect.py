@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from taguru_ray.cli.args import OneLineParser, parse
+from taguru_ray.cli.args import OneLineParser, location, parse
 from taguru_ray.contract.names import INSPECT_VERB as VERB
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.tools.inspect import Filter, build_report
@@ -34,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
         "corrective ask and the answer.",
         allow_abbrev=False,
     )
-    parser.add_argument("log", metavar="ATTEMPTS_LOG", help="the attempts log (a path or URL)")
+    parser.add_argument("log", metavar="ATTEMPTS_LOG", type=location,
+                        help="the attempts log (a path or URL)")  # fmt: skip
     narrow = parser.add_mutually_exclusive_group()
     narrow.add_argument("--piece", metavar="ID", help="the piece id, or any prefix of it")
     narrow.add_argument(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from taguru_ray.cli.args import OneLineParser, parse
+from taguru_ray.cli.args import OneLineParser, location, parse
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, TaguruRayError, UsageError
 from taguru_ray.pricing.table import Prices, load_prices
 from taguru_ray.store.inputs import read_regular
@@ -60,12 +60,14 @@ def build_parser() -> OneLineParser:
         "outs",
         nargs="+",
         metavar="OUT",
+        type=location,
         help="an extract --out (a path or URL); several fold together, one group each",
     )
-    parser.add_argument("--ledger", metavar="FILE", help=LEDGER_HELP)
-    parser.add_argument("--compare", metavar="OTHER_OUT", help="print this OUT minus OTHER_OUT")
-    parser.add_argument("--prices", metavar="FILE", help=PRICES_HELP)
-    parser.add_argument("--parquet", metavar="DIR", help=PARQUET_HELP)
+    parser.add_argument("--ledger", metavar="FILE", type=location, help=LEDGER_HELP)
+    parser.add_argument("--compare", metavar="OTHER_OUT", type=location,
+                        help="print this OUT minus OTHER_OUT")  # fmt: skip
+    parser.add_argument("--prices", metavar="FILE", type=location, help=PRICES_HELP)
+    parser.add_argument("--parquet", metavar="DIR", type=location, help=PARQUET_HELP)
     return parser
 
 

@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 import fsspec
 
 from taguru_ray import __version__
-from taguru_ray.cli.args import OneLineParser
+from taguru_ray.cli.args import OneLineParser, location
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError
 from taguru_ray.sessions.events import AGENTS
 from taguru_ray.sessions.index import SessionStore
@@ -103,12 +103,13 @@ def _parser(verb: str, description: str) -> OneLineParser:
 
 def _import_parser() -> OneLineParser:
     parser = _parser("import", "Convert session files into the store; every turn is indexed.")
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or folders (fsspec URLs)")
+    parser.add_argument("paths", nargs="+", metavar="PATH", type=location,
+                        help="files or folders (fsspec URLs)")  # fmt: skip
     parser.add_argument("--format", choices=AGENTS, help="skip detection: read every file so")
     mask = "mask a secret found and keep the session (default: refuse the session)"
     parser.add_argument("--mask", action="store_true", help=mask)
     rules = "more secret rules, one name<TAB>regex a line (extract's --redact-rules)"
-    parser.add_argument("--redact-rules", metavar="FILE", help=rules)
+    parser.add_argument("--redact-rules", metavar="FILE", type=location, help=rules)
     return parser
 
 

@@ -15,7 +15,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from taguru_ray.cli.args import OneLineParser, parse, write_report
+from taguru_ray.cli.args import OneLineParser, location, parse, write_report
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.tools.records import source_files
 from taguru_ray.tools.verify import render_text, verify_files
@@ -34,10 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
         "targets the same context with the same create block.",
         allow_abbrev=False,
     )
-    parser.add_argument("out", metavar="OUT", help="an extract --out (a path or URL)")
+    parser.add_argument("out", metavar="OUT", type=location,
+                        help="an extract --out (a path or URL)")  # fmt: skip
     parser.add_argument(
-        "--json", metavar="FILE", help="also write the report as JSON to FILE (- for stdout)"
-    )
+        "--json", metavar="FILE", type=location,
+        help="also write the report as JSON to FILE (- for stdout)",
+    )  # fmt: skip
     return parser
 
 

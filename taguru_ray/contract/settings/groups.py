@@ -48,12 +48,13 @@ class Source(Group):
 
     paths: Annotated[
         tuple[str, ...],
-        Knob("segment files or folders of .md/.txt files", metavar="PATH", form="positional"),
+        Knob("segment files or folders of .md/.txt files", metavar="PATH", form="positional",
+             parse=values.location),
     ]
     out: Annotated[
         str,
         Knob("where source files and records go (a folder or fsspec URL)", flag="--out",
-             metavar="DIR"),
+             metavar="DIR", parse=values.location),
     ]
     context: Annotated[
         str,
@@ -101,7 +102,7 @@ class Run(Group):
     config: Annotated[
         str | None,
         Knob("read KEY=VALUE variables from FILE (the environment beats it, a flag beats both)",
-             flag="--config", env="TAGURU_CONFIG", metavar="FILE"),
+             flag="--config", env="TAGURU_CONFIG", metavar="FILE", parse=values.location),
     ] = None
     dry_run: Annotated[
         bool,
@@ -136,7 +137,7 @@ class Reading(Group):
     redact_rules: Annotated[
         str | None,
         Knob("more redaction rules from FILE (needs --redact)", flag="--redact-rules",
-             env="TAGURU_EXTRACT_REDACT_RULES", metavar="FILE",
+             env="TAGURU_EXTRACT_REDACT_RULES", metavar="FILE", parse=values.location,
              compute=Input("redaction", forms.redaction)),
     ] = None
     redact_key: Annotated[
@@ -181,13 +182,13 @@ class Prompting(Group):
         str | None,
         Knob("an export of the target context: its names offered, its spellings allowed",
              flag="--vocabulary", env="TAGURU_EXTRACT_VOCABULARY", metavar="PATH",
-             compute=Input("vocabulary_digest", forms.vocabulary)),
+             parse=values.location, compute=Input("vocabulary_digest", forms.vocabulary)),
     ] = None
     schema_file: Annotated[
         str | None,
         Knob("the context's schema document: its types prompted, its rules checked",
              flag="--schema", env="TAGURU_EXTRACT_SCHEMA", metavar="FILE",
-             compute=Input("schema_digest", forms.schema)),
+             parse=values.location, compute=Input("schema_digest", forms.schema)),
     ] = None
     candidates: Annotated[
         bool,
@@ -378,7 +379,7 @@ class Records(Group):
     diagnostics_out: Annotated[
         str | None,
         Knob("write a JSONL sidecar of run/chunk/attempt/segment records", flag="--diagnostics-out",
-             env="TAGURU_EXTRACT_DIAGNOSTICS", metavar="FILE"),
+             env="TAGURU_EXTRACT_DIAGNOSTICS", metavar="FILE", parse=values.location),
     ] = None
     diagnostics_raw_bytes: Annotated[
         int,
@@ -399,7 +400,7 @@ class Records(Group):
     replay_from: Annotated[
         str | None,
         Knob("the trace folder replay reads (default: OUT/.extract-trace)", flag="--replay-from",
-             env="TAGURU_EXTRACT_REPLAY_FROM", metavar="DIR"),
+             env="TAGURU_EXTRACT_REPLAY_FROM", metavar="DIR", parse=values.location),
     ] = None
     resume_from: Annotated[
         str | None,
@@ -447,7 +448,7 @@ class Spending(Group):
         str | None,
         Knob('dollars per 1M tokens by model, {"<model>": {"input": $, "output": $}}, instead of '
              "the bundled table of hosted models' list prices", flag="--prices",
-             env="TAGURU_RAY_PRICES", metavar="FILE", shown="bundled"),
+             env="TAGURU_RAY_PRICES", metavar="FILE", shown="bundled", parse=values.location),
     ] = None
     price_per_hour: Annotated[
         float | None,

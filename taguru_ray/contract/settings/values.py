@@ -144,6 +144,67 @@ def endpoint(value: str) -> str:
     return url
 
 
+# The protocols a refusal offers instead of one nobody knows: the common ones, not fsspec's
+# sixty (`fsspec.registry.known_implementations` has them all).
+COMMON_PROTOCOLS = "s3://, gs://, az://, abfs://, hdfs://, http(s)://, file://"
+
+
+def location(value: str) -> str:
+    """A local path or an fsspec URL whose filesystem this install can open, as written.
+
+    A protocol fsspec does not know, or one whose driver package is not installed
+    (``gs://`` without gcsfs), is refused here with the fix — not met as fsspec's
+    ValueError or ImportError when the run first opens it. Each link of a chained URL
+    (``simplecache::s3://…``) is checked.
+    """
+    for protocol in _protocols(value):
+        problem = _filesystem_problem(protocol)
+        if problem is not None:
+            raise ValueError(f"{_shown(value)}: {problem}")
+    return value
+
+
+def _protocols(url: str) -> list[str]:
+    """Every protocol a (chained) URL names; none for a local path."""
+    links = url.split("::")
+    found = []
+    for at, link in enumerate(links):
+        if "://" in link:
+            found.append(link.split("://", 1)[0].lower())
+        elif link and at < len(links) - 1:  # a bare protocol ahead of the target
+            found.append(link.lower())
+    return found
+
+
+def _filesystem_problem(protocol: str) -> str | None:
+    import fsspec  # here: a setting without a URL never pays for it
+    from fsspec.registry import known_implementations
+
+    try:
+        fsspec.get_filesystem_class(protocol)
+    except ImportError:
+        package = str(known_implementations.get(protocol, {}).get("class", "")).split(".")[0]
+        if not package:
+            return f"{protocol}:// needs a driver package that is not installed"
+        return (
+            f"{protocol}:// needs the {package} package, which is not installed — "
+            f"pip install {package}"
+        )
+    except ValueError:
+        return (
+            f"no filesystem for {protocol}:// — give a local path or a URL fsspec knows "
+            f"({COMMON_PROTOCOLS}, …)"
+        )
+    return None
+
+
+def _shown(url: str) -> str:
+    """The URL for a message: control characters escaped, a password never shown."""
+    from taguru_ray.text.terminal import printable
+
+    return printable(re.sub(r"(://[^/@:]*):[^/@]*@", r"\1:…@", url))
+
+
 def passphrase(value: str) -> str | None:
     """A secret phrase (spaces allowed), trimmed; a control character inside is refused,
     never echoed."""
