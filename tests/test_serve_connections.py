@@ -1,5 +1,7 @@
-"""Slow and vanishing clients: a request head and a request body each have a deadline,
-and a client that hangs up is a debug line, never an error (issue 37, item 16).
+"""Slow, vanishing and malformed clients (issue 37, item 16): a request head and a
+request body each have a deadline, a client that hangs up is a debug line, and a head
+that is not HTTP is refused in the envelope with a debug line — never an error line
+or a traceback.
 
 Each test runs `serve` itself (the function `taguru-ray serve` runs) on loopback with
 deadlines of a fraction of a second, and talks raw HTTP/1.1 over asyncio streams so a
@@ -170,3 +172,35 @@ def test_a_client_hanging_up_mid_body_is_a_debug_line_not_an_error(
     hung = [r for r in caplog.records if r.name.startswith("taguru_ray.serve")]
     assert len(hung) == 20 and all(r.levelno == logging.DEBUG for r in hung)
     assert all("disconnected" in r.getMessage() for r in hung)
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        b"GET /health HTTP/1.1\r\nBad Header\r\n\r\n",
+        b"GET /\x01 HTTP/1.1\r\nHost: test\r\n\r\n",
+        b"FOO / HTTP/1.1\r\nHost: test\r\n\r\n",
+        b"GET /health HTTP/1.1\r\nHost: test\r\n\r\nFOO / HTTP/1.1\r\n\r\n",  # second
+        b"GET /health HTTP/1.1\r\nHost: test\r\nX-Long: " + b"x" * 20_000 + b"\r\n\r\n",
+    ],
+)
+def test_a_malformed_head_is_refused_in_the_envelope_and_logged_at_debug_only(
+    sent: bytes, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    async def scenario() -> bytes:
+        async with serving(ServeConfig()) as connect:
+            reader, writer = await connect()
+            writer.write(sent)
+            await writer.drain()
+            return await rest(reader)
+
+    with caplog.at_level(logging.DEBUG):
+        answered = asyncio.run(scenario())
+    refusal = answered[answered.rindex(b"HTTP/1."):]  # the last answer on the connection
+    head, _, body = refusal.partition(b"\r\n\r\n")
+    assert head.split()[1] == b"400" and b"application/json" in head, refusal
+    envelope = json.loads(body)
+    assert (envelope["status"], envelope["code"]) == ("error", "malformed_request")
+    assert envelope["error"].startswith("malformed request head")
+    assert capfd.readouterr().err == ""
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []

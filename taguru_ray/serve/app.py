@@ -9,7 +9,8 @@ envelope (a `ContextError` verbatim; aiohttp's 404/405/413 into `unknown_path`,
 a debug log line, since nobody is left to answer; anything unexpected into a 500
 `internal` and one stderr line, never a traceback), the inner one holds the
 request to its bearer key (auth.py). A request head and body each have a
-deadline (deadlines.py).
+deadline (deadlines.py); a head that is not HTTP is refused in the envelope before
+any middleware (connection.py).
 
 Read-only by default: `POST /import` is refused 403 unless the server was
 started writable (`--writable`), and even then needs an admin key when keys are
@@ -31,7 +32,7 @@ from aiohttp import web
 from taguru_ray.context.api import ContextError, ContextStore
 from taguru_ray.serve.auth import EXEMPT_PATHS, presented_token
 from taguru_ray.serve.auth import required_role as role_needed
-from taguru_ray.serve.deadlines import HeadDeadline
+from taguru_ray.serve.connection import protocol_factory
 from taguru_ray.serve.envelope import fail, refusal
 from taguru_ray.serve.routes import add_routes
 from taguru_ray.serve.state import KEY_NAME, SCOPE, STARTED, STATE, ServeConfig, ServerState
@@ -69,20 +70,15 @@ async def serve(
     (binding our own socket is how `--port 0` learns its port)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.create_server((host, port), family=family)
-    runner = web.AppRunner(
-        create_app(store, config),
-        access_log=None,
-        shutdown_timeout=SHUTDOWN_GRACE_SECONDS,
-        # aiohttp closes a kept-alive connection whose next head is not in by then
-        keepalive_timeout=config.header_timeout,
-    )
+    runner = web.AppRunner(create_app(store, config), shutdown_timeout=SHUTDOWN_GRACE_SECONDS)
     await runner.setup()
+    assert runner.server is not None  # set by setup()
     listener = None
     try:
-        # Our own listener rather than a SockSite: each connection's protocol is wrapped
-        # in the first head's deadline (deadlines.py).
+        # Our own listener rather than a SockSite: each connection's protocol is ours
+        # (connection.py: a malformed head answered in the envelope, the head deadlines).
         listener = await asyncio.get_running_loop().create_server(
-            lambda: HeadDeadline(runner.server(), config.header_timeout), sock=sock
+            protocol_factory(runner.server, config), sock=sock
         )
         on_ready(host, sock.getsockname()[1])
         await stop.wait()
