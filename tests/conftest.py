@@ -8,9 +8,8 @@ Integration tests run the real CLI in a subprocess against the real simulator
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings

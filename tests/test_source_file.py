@@ -476,3 +476,9 @@ def test_the_fast_line_encoder_spells_weights_as_the_serde_formatter_does() -> N
         line = {"subject": "a", "label": "b", "object": "c", "weight": weight}
         expected = '{"subject":"a","label":"b","object":"c","weight":' + _format_f64(weight) + "}"
         assert _encode(line) == expected, weight
+
+
+def test_a_line_nested_too_deeply_is_refused_not_a_crash() -> None:
+    deep = b'{"type":"source","id":"a","context_id":"x","n":' + b"[" * 100_000 + b"]" * 100_000
+    error = refusal(deep + b"}\n")
+    assert "nested too deeply" in str(error) and error.line == 1

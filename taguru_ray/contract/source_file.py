@@ -370,6 +370,8 @@ def _load(raw: bytes) -> dict[str, Any] | None:
         value = _DECODER.decode(text)
     except json.JSONDecodeError as error:
         raise _Refused(f"not JSON: {error.msg} at column {error.colno}") from None
+    except RecursionError:  # a line nested past the interpreter's stack: no item is
+        raise _Refused("arrays and objects are nested too deeply to read") from None
     if not isinstance(value, dict):
         raise _Refused(f"a source-file line must be a JSON object, got {_describe(value)}")
     return value
