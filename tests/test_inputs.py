@@ -124,12 +124,14 @@ def test_the_sources_are_held_compactly_and_read_as_a_list(tmp_path: Path) -> No
         sources[len(expected)]
 
 
-def test_a_name_that_is_not_utf8_reads_back_as_listed(tmp_path: Path) -> None:
+def test_a_name_that_is_not_utf8_is_refused_by_name(tmp_path: Path) -> None:
+    """A source is UTF-8 text in the header, the output name and every record; such a
+    name raised UnicodeEncodeError there (tests/test_undecodable_names.py)."""
     raw = os.path.join(os.fsencode(tmp_path), b"caf\xe9.md")
     with open(raw, "wb") as handle:
         handle.write(b"x")
-    [source] = expand([str(tmp_path)])
-    assert os.fsencode(source) == raw and read_source(source) == b"x"
+    with pytest.raises(UsageError, match=r"caf\\u\{dce9\}\.md: the name is not UTF-8"):
+        expand([str(tmp_path)])
 
 
 def test_a_short_read_is_read_on_to_the_limit(

@@ -26,6 +26,7 @@ from fsspec.implementations.local import LocalFileSystem
 from taguru_ray.contract.items import MAX_PASSAGE_BYTES
 from taguru_ray.errors import UsageError
 from taguru_ray.store.front_coded import FrontCoded
+from taguru_ray.text.terminal import printable
 
 SEGMENT_SUFFIXES = (".md", ".txt")
 # Read at most this much: enough to tell an over-cap segment apart without
@@ -114,6 +115,7 @@ def _file_names(fs: Any, root: str, path: str) -> list[str]:
             for entry in entries:
                 if not entry.name.endswith(SEGMENT_SUFFIXES):
                     continue
+                _check_utf8(_join(path, entry.name))
                 if not _is_file(entry):
                     raise UsageError(
                         f"{_join(path, entry.name)}: {_entry_kind(entry)}, not a regular file "
@@ -127,6 +129,18 @@ def _file_names(fs: Any, root: str, path: str) -> list[str]:
         if entry.get("type") == "file"
         and (name := posixpath.basename(str(entry["name"]).rstrip("/"))).endswith(SEGMENT_SUFFIXES)
     ]
+
+
+def _check_utf8(path: str) -> None:
+    """A name whose bytes are not UTF-8 cannot be a source: the header, the output name
+    and every record spell the source as UTF-8 text. Refused by name, as a FIFO is."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"{printable(path)}: the name is not UTF-8 — rename it (a source is named in "
+            "UTF-8 text)"
+        ) from None
 
 
 def _entry_kind(entry: os.DirEntry[str]) -> str:
@@ -239,6 +253,7 @@ def expand(paths: tuple[str, ...] | list[str]) -> SourceList:
 
 
 def _expand_one(path: str, sources: SourceList) -> None:
+    _check_utf8(path)
     if "://" not in path:
         try:
             os.stat(path)

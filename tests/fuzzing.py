@@ -1,0 +1,117 @@
+"""What every reader's property test asserts (issue 37, "fuzz every reader"), and the
+strategies they share.
+
+A verb run in process on hostile input ends with exit 0, 1 or 2; nothing on stdout or
+stderr is a traceback or the net's "this is a bug" line (`cli/boundary.py`); a failure
+names the input it is about; and nothing appears outside the folders the verb was
+given to write (`--out`, `--store`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import strategies as st
+
+from taguru_ray.cli import main
+from taguru_ray.text.terminal import printable
+
+
+@dataclass(frozen=True)
+class Ran:
+    code: int
+    out: str
+    err: str
+
+
+def run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> Ran:
+    """The console script in process; argparse's own exit counts as its code."""
+    capsys.readouterr()
+    try:
+        code = main(argv)
+    except SystemExit as exit_:  # a verb that lets argparse exit is still a clean end
+        code = exit_.code if isinstance(exit_.code, int) else 2
+    out, err = capsys.readouterr()
+    return Ran(code, out, err)
+
+
+def assert_clean(ran: Ran, codes: Iterable[int] = (0, 1, 2)) -> None:
+    assert ran.code in tuple(codes), (ran.code, ran.err[-2000:])
+    for stream in (ran.out, ran.err):
+        assert "Traceback" not in stream, stream[-2000:]
+        assert "this is a bug" not in stream, stream[-2000:]
+
+
+def assert_names_one_of(ran: Ran, inputs: Iterable[str]) -> None:
+    """A failure says which input it is about (as printed: control characters escaped)."""
+    if ran.code == 0:
+        return
+    shown = [printable(name) for name in inputs]
+    assert any(name in ran.err for name in shown), (shown, ran.err[-2000:])
+
+
+def tree(root: Path) -> set[str]:
+    """Every path under `root`, relative (links not followed; unreadable folders as met)."""
+    found: set[str] = set()
+    for folder, dirs, files in os.walk(root):  # a test's own look, not the package's walk
+        for name in dirs + files:
+            found.add(os.path.relpath(os.path.join(folder, name), root))
+    return found
+
+
+def assert_wrote_only_under(root: Path, before: set[str], *allowed: Path) -> None:
+    """Nothing new under `root` but inside the `allowed` folders."""
+    prefixes = [os.path.relpath(folder, root) for folder in allowed]
+    new = {
+        path for path in tree(root) - before
+        if not any(path == p or path.startswith(p + os.sep) for p in prefixes)
+    }  # fmt: skip
+    assert new == set(), new
+
+
+# ---------------------------------------------------------------- shared strategies
+
+# Names a hostile user gives files: spaces, escapes, control characters, other scripts,
+# leading dashes and dots (a dash-led name is passed as ./-x by the tests that use it).
+NAME_CHARS = st.characters(
+    blacklist_categories=("Cs",), blacklist_characters="/\x00", max_codepoint=0x2FFFF
+)
+NAMES = st.text(NAME_CHARS, min_size=1, max_size=24).filter(
+    lambda name: name not in (".", "..") and len(name.encode("utf-8")) <= 200
+)
+
+# Text as files hold it: any Unicode, odd line ends, BOMs, lone surrogates escaped out.
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=400)
+ENCODINGS = st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "latin-1", "cp932"])
+
+
+@st.composite
+def file_bytes(draw: st.DrawFn) -> bytes:
+    """A file's content: text in some encoding (what it cannot encode replaced), raw
+    bytes, or text with raw bytes spliced in."""
+    kind = draw(st.sampled_from(["text", "bytes", "spliced", "empty"]))
+    if kind == "empty":
+        return b""
+    if kind == "bytes":
+        return draw(st.binary(max_size=600))
+    data = draw(TEXT).encode(draw(ENCODINGS), errors="replace")
+    if kind == "spliced":
+        at = draw(st.integers(0, len(data)))
+        data = data[:at] + draw(st.binary(min_size=1, max_size=16)) + data[at:]
+    return data
+
+
+JSON_SCALARS = (
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=40)
+)  # fmt: skip
+JSON = st.recursive(
+    JSON_SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner,
+                                                                max_size=4),
+    max_leaves=12,
+)  # fmt: skip
