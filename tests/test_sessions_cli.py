@@ -473,6 +473,51 @@ def test_a_masked_key_is_in_no_output_and_not_in_the_store(
     assert AWS_KEY.encode() not in stored_bytes(store)
 
 
+def test_a_double_encoded_assignment_reaches_neither_the_store_nor_show_nor_search(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 37 item 4: a Codex call's arguments are JSON inside a JSON string, its output
+    JSON inside one too; the assignment's value is masked at every level it is written."""
+    value = "Zq81vXk-hunter2"
+    [codex] = (FIXTURES / "codex").glob("rollout-*.jsonl")
+    lines = codex.read_text(encoding="utf-8").splitlines()
+    stamp = "2025-10-04T09:12:46.500Z"
+    command = f'export API_KEY="{value}" && ./deploy.sh --target pi'
+    call = {"command": ["bash", "-lc", command], "workdir": "/home/wang/src/app"}
+    output = {"output": f'declare -x API_KEY="{value}"\n', "metadata": {"exit_code": 0}}
+    planted = [
+        {"timestamp": stamp, "type": "response_item",
+         "payload": {"type": "function_call", "name": "shell", "arguments": json.dumps(call),
+                     "call_id": "call_K3y"}},
+        {"timestamp": stamp, "type": "response_item",
+         "payload": {"type": "function_call_output", "call_id": "call_K3y",
+                     "output": json.dumps(output)}},
+    ]  # fmt: skip
+    lines[10:10] = [json.dumps(record, separators=(",", ":")) for record in planted]
+    session = tmp_path / "rollout-planted.jsonl"
+    session.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    store = tmp_path / "st"
+    code, out, err = run(capsys, "import", str(session), "--mask", "--store", str(store))
+    assert (code, err) == (0, [])
+    assert re.search(r": added (cx:\S+) \(\d+ turns, 2 secrets masked\)", out[0])
+    handle = out[0].split(" added ")[1].split()[0]
+    _, shown, _ = run(capsys, "show", f"{handle}#0", "--context", "99", "--json",
+                      "--store", str(store))  # fmt: skip
+    turns = json.loads(shown[0])["turns"]
+    texts = [turn["text"] for turn in turns]
+    assert not any(value in text or "hunter2" in text for text in texts)
+    [shown_call] = [text for text in texts if "API_KEY" in text and "deploy.sh" in text]
+    assert json.loads(shown_call)["command"][2].startswith(
+        'export API_KEY="«redacted credential_assignment '
+    )
+    for query in (value, "hunter2", "Zq81"):
+        assert run(capsys, "search", query, "--store", str(store))[1] == []
+    assert len(run(capsys, "search", "redacted credential_assignment",
+                   "--store", str(store))[1]) == 2  # fmt: skip
+    assert value.encode() not in stored_bytes(store)
+    assert b"hunter2" not in stored_bytes(store)
+
+
 def test_a_new_rule_on_the_same_file_replaces_what_it_masks(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -458,6 +458,18 @@ def test_mask_keeps_json_valid_around_escaped_and_split_secrets() -> None:
     ]
 
 
+def test_mask_reads_a_double_encoded_assignment_decoded_and_keeps_both_levels_json() -> None:
+    # A Codex function_call's arguments: JSON inside a JSON string (issue 37, item 4).
+    arguments = json.dumps({"command": ["bash", "-lc", 'export API_KEY="hunter2value" && run']})
+    line = json.dumps({"type": "function_call", "arguments": arguments, "call_id": "c1"})
+    [after], hits = mask([line], secret_rules(), "0" * 64)
+    assert "hunter2value" not in after and "unter" not in after
+    command = json.loads(json.loads(after)["arguments"])["command"][2]
+    assert command.startswith('export API_KEY="«redacted credential_assignment ')
+    assert command.endswith('»" && run')
+    assert [str(hit) for hit in hits] == ["line 1: credential_assignment"]
+
+
 def test_escaped_secret_is_refused_without_mask() -> None:
     data = b'{"role": "user", "content": "key \\u0041KIAIOSFODNN7EXAMPLE"}\n'
     assert refusal(data).startswith("s.jsonl: line 1: a secret (rule aws_access_key)")

@@ -4,19 +4,25 @@ Rules are extract's ``--redact`` secrets group (`text/redact.py`) plus a user's
 ``--redact-rules``; nothing here judges a secret itself. The scan runs before the
 format is even detected, so no refusal, log or error built later can hold one.
 
-Each physical line is read twice: as written, and — for each JSON string holding an
-escape — decoded, since ``DB_PASSWORD=\\"hunter2\\"`` only reads as an assignment once
-``\\"`` is a quote again. As written, a match that is nothing but escape sequences
-(the ``\\`` of that ``\\"``) is an artefact of the encoding and does not count; the
-decoded string is judged instead. A hit refuses the session with the rule and line.
+Each physical line is read at every level it encodes (`layers.py`): as written, and
+each JSON string holding an escape decoded — then the strings inside that, level by
+level — since ``DB_PASSWORD=\\"hunter2\\"`` only reads as an assignment once ``\\"``
+is a quote again, and in a Codex call's ``arguments`` (JSON inside a JSON string)
+only once it is decoded twice. In any reading, a match that is nothing but escape
+sequences (the ``\\`` of a ``\\"``) is an artefact of the encoding and does not
+count. A hit refuses the session with the rule and line.
 
-With ``mask``, each line is masked in two passes, so that it stays JSON: the decoded
-strings are redacted and re-encoded whole; then what the raw line still shows (a
-secret split from its name by JSON syntax, ``"password": "…"``) is replaced in
-place, each replacement kept inside one string and widened over any escape it
-would cut. The result is scanned again; a secret still there (one outside any
-string, say) refuses the session rather than pass. Placeholders are extract's
-``«redacted <rule> <hex>»``, the hex salted with the file's digest.
+With ``mask``, every reading's matches are mapped back to the raw line — whole
+escape sequences at every level, so no escape is cut — and replaced there by the
+placeholder, the rest of the line byte for byte. In the line itself and in any
+decoded reading that is JSON, a replacement stays inside one string (a secret split
+from its name by JSON syntax, ``"password": "…"``, is replaced in its string), so
+the line stays JSON at every level. The same secret seen at several levels is one
+replacement, with the placeholder of the deepest reading (its decoded value). The
+result is scanned again; a secret still there (one outside any string, say)
+refuses the session rather than pass. Placeholders are extract's
+``«redacted <rule> <hex>»``, the hex salted with the file's digest and keyed with
+``--redact``'s key when one is given.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from taguru_ray.sessions.convert.jsontext import StringToken, snap, string_tokens
+from taguru_ray.sessions.convert.layers import Layer, layers
 from taguru_ray.sessions.convert.refusal import Refused
 from taguru_ray.text.redact import (
     Redaction,
@@ -59,6 +66,16 @@ class _Span:
     rule: str
 
 
+@dataclass
+class _Found:
+    """One match of one reading, as the spans of the raw line it replaces."""
+
+    rule: str
+    placeholder: str
+    depth: int
+    pieces: list[tuple[int, int]]
+
+
 def secret_rules(extra: Sequence[Rule] | None = None) -> list[Rule]:
     """The built-in secrets rules, then a user's rules in file order."""
     return [*builtin_rules(SECRET_GROUPS), *(extra or ())]
@@ -78,26 +95,22 @@ def refusal(hit: Hit) -> Refused:
 
 
 def line_secret(line: str, rules: Sequence[Rule]) -> str | None:
-    """The first rule the line trips, as written or in a decoded escaped string."""
-    names = scan_answer_text(line, rules)
-    if names and "\\" in line:
-        redacted, redactions = redact(line, _SCAN_SALT, rules)
-        spans = _spans(line, redacted, redactions)
-        if spans is not None:
-            names = [span.rule for span in _real(line, spans)]
-    if names:
-        return names[0]
-    if "\\" not in line:
-        return None
-    for token in string_tokens(line):
-        if "\\" in token.raw(line):
-            names = scan_answer_text(token.decoded(line), rules)
-            if names:
-                return names[0]
+    """The first rule the line trips, in the first reading of it that trips one."""
+    for layer in layers(line):
+        names = scan_answer_text(layer.text, rules)
+        if not names:
+            continue
+        spans = _layer_spans(layer, rules, _SCAN_SALT)
+        if spans is None:
+            return names[0]
+        if spans:
+            return spans[0].rule
     return None
 
 
-def mask(lines: Sequence[str], rules: Sequence[Rule], salt: str) -> tuple[list[str], list[Hit]]:
+def mask(
+    lines: Sequence[str], rules: Sequence[Rule], salt: str, key: bytes = b""
+) -> tuple[list[str], list[Hit]]:
     """Every line with its secrets replaced, and one `Hit` per secret replaced.
 
     Raises `Refused` for a line whose secret cannot be replaced inside its JSON strings.
@@ -105,8 +118,8 @@ def mask(lines: Sequence[str], rules: Sequence[Rule], salt: str) -> tuple[list[s
     masked: list[str] = []
     hits: list[Hit] = []
     for number, line in enumerate(lines, start=1):
-        after, found = _mask_line(line, rules, salt, number)
-        if found:
+        after, found, tripped = _mask_line(line, rules, salt, key, number)
+        if tripped:
             left = line_secret(after, rules)
             if left is not None:
                 raise Refused(
@@ -121,36 +134,90 @@ def mask(lines: Sequence[str], rules: Sequence[Rule], salt: str) -> tuple[list[s
     return masked, hits
 
 
-def _mask_line(line: str, rules: Sequence[Rule], salt: str, number: int) -> tuple[str, list[str]]:
-    found: list[str] = []
-    if "\\" in line:
-        line, found = _mask_decoded(line, rules, salt)
-    redacted, redactions = redact(line, salt, rules)
-    if any(not item.preexisting for item in redactions):
-        spans = _spans(line, redacted, redactions)
+def _mask_line(
+    line: str, rules: Sequence[Rule], salt: str, key: bytes, number: int
+) -> tuple[str, list[str], bool]:
+    """The line with every reading's matches replaced in it, the rule of each secret, and
+    whether any reading tripped a rule (then the result is scanned again, placed or not)."""
+    found: list[_Found] = []
+    tripped = False
+    for layer in layers(line):
+        if not scan_answer_text(layer.text, rules):
+            continue
+        tripped = True
+        spans = _layer_spans(layer, rules, salt, key)
         if spans is None:
             raise Refused("--mask could not place a secret's replacement — refused", line=number)
-        real = _real(line, spans)
-        line = _replace_in_strings(line, real)
-        found += [span.rule for span in real]
-    return line, found
+        for span in spans:
+            pieces = [layer.raw_span(*piece) for piece in _clipped(layer, span)]
+            if pieces:
+                found.append(_Found(span.rule, span.placeholder, layer.depth, pieces))
+    secrets = _secrets(found)
+    return _replaced(line, secrets), [secret.rule for secret in secrets], tripped
 
 
-def _mask_decoded(line: str, rules: Sequence[Rule], salt: str) -> tuple[str, list[str]]:
-    """Pass 1: each escaped string decoded, redacted, and re-encoded whole."""
-    pieces: list[str] = []
-    found: list[str] = []
+def _layer_spans(
+    layer: Layer, rules: Sequence[Rule], salt: str, key: bytes = b""
+) -> list[_Span] | None:
+    """A reading's matches that are more than the encoding's escapes, or None if their
+    places cannot be told."""
+    redacted, redactions = redact(layer.text, salt, rules, key)
+    spans = _spans(layer.text, redacted, redactions)
+    return None if spans is None else _real(layer.text, spans)
+
+
+def _clipped(layer: Layer, span: _Span) -> list[tuple[int, int]]:
+    """Where a match may be replaced in its reading: inside the strings it overlaps, escapes
+    whole, when the reading is the line or JSON; else (a shell command) all of it."""
+    if layer.depth > 0 and not _parses(layer.text):
+        return [(span.start, span.end)]
+    pieces = []
+    for token in _overlapping(string_tokens(layer.text), span.start, span.end):
+        first, last = token.content
+        start, end = snap((max(span.start, first), min(span.end, last)), token.escapes(layer.text))
+        if end > start:
+            pieces.append((start, end))
+    return pieces
+
+
+def _secrets(found: list[_Found]) -> list[_Found]:
+    """One per secret: matches whose replacements overlap are the same secret seen at
+    several levels, merged, with the deepest reading's rule and placeholder; in line order."""
+    groups: list[_Found] = []
+    for match in sorted(found, key=lambda match: min(match.pieces)):
+        overlapping = [group for group in groups if _overlap(group.pieces, match.pieces)]
+        for group in overlapping:
+            groups.remove(group)
+        merged = [*overlapping, match]
+        deepest = max(merged, key=lambda item: (item.depth, _length(item.pieces)))
+        pieces = sorted(piece for item in merged for piece in item.pieces)
+        groups.append(_Found(deepest.rule, deepest.placeholder, deepest.depth, pieces))
+    return sorted(groups, key=lambda group: min(group.pieces))
+
+
+def _overlap(one: list[tuple[int, int]], other: list[tuple[int, int]]) -> bool:
+    return any(a < d and c < b for a, b in one for c, d in other)
+
+
+def _length(pieces: list[tuple[int, int]]) -> int:
+    return sum(end - start for start, end in pieces)
+
+
+def _replaced(line: str, secrets: list[_Found]) -> str:
+    """Each secret's pieces replaced by its placeholder; overlapping pieces become one."""
+    pieces = sorted(
+        (start, end, secret.placeholder) for secret in secrets for start, end in secret.pieces
+    )
+    out: list[str] = []
     cursor = 0
-    for token in string_tokens(line):
-        if "\\" not in token.raw(line):
-            continue
-        redacted, redactions = redact(token.decoded(line), salt, rules)
-        new = [item.rule for item in redactions if not item.preexisting]
-        if new:
-            pieces += [line[cursor : token.start], json.dumps(redacted, ensure_ascii=False)]
-            cursor = token.end
-            found += new
-    return "".join(pieces) + line[cursor:], found
+    for start, end, placeholder in pieces:
+        if start < cursor:  # overlaps the piece before, which holds its placeholder
+            if end <= cursor:
+                continue
+            start, placeholder = cursor, ""
+        out += [line[cursor:start], placeholder]
+        cursor = end
+    return "".join(out) + line[cursor:]
 
 
 def _spans(text: str, redacted: str, redactions: Sequence[Redaction]) -> list[_Span] | None:
@@ -205,28 +272,6 @@ def _only_escapes(line: str, span: _Span, token: StringToken) -> bool:
         if first == covered and last <= end:
             covered = last
     return covered >= end > start
-
-
-def _replace_in_strings(line: str, spans: list[_Span]) -> str:
-    """Pass 2: each match replaced where it overlaps a string's content, escapes whole."""
-    tokens = string_tokens(line)
-    pieces: list[tuple[int, int, str]] = []
-    for span in spans:
-        for token in _overlapping(tokens, span.start, span.end):
-            first, last = token.content
-            start, end = snap((max(span.start, first), min(span.end, last)), token.escapes(line))
-            if end > start:
-                pieces.append((start, end, span.placeholder))
-    out: list[str] = []
-    cursor = 0
-    for start, end, placeholder in sorted(pieces):
-        if start < cursor:  # two matches widened over one escape: the first covers both
-            if end <= cursor:
-                continue
-            start, placeholder = cursor, ""
-        out += [line[cursor:start], placeholder]
-        cursor = end
-    return "".join(out) + line[cursor:]
 
 
 def _overlapping(tokens: list[StringToken], start: int, end: int) -> list[StringToken]:
