@@ -32,6 +32,7 @@ from taguru_ray.text.scripts import (
     foreign_reason,
     hidden_characters,
     hidden_reason,
+    is_empty_name,
 )
 
 Item = Any
@@ -132,13 +133,14 @@ def placeholder_reason(fields: list[tuple[str, str]]) -> str:
 
 
 def _absent(item: Mapping[str, Any], keys: tuple[str, ...]) -> list[str]:
-    """Required fields mechanically absent: missing (or null) or a string that trims to nothing."""
+    """Required fields mechanically absent: missing (or null) or a string a reader sees
+    nothing of (White_Space and invisible characters only)."""
     absent = []
     for key in keys:
         value = item.get(key)
         if value is None:
             absent.append(f"{key} missing")
-        elif isinstance(value, str) and not rust_trim(value):
+        elif isinstance(value, str) and is_empty_name(value):
             absent.append(f"{key} empty")
     return absent
 

@@ -22,6 +22,7 @@ from taguru_ray.contract.items import (
     Association,
     Question,
 )
+from taguru_ray.text.scripts import is_empty_name
 
 
 class PieceItems(Protocol):
@@ -108,7 +109,7 @@ def _name(value: Any) -> str | None:
     if not isinstance(value, str):
         return None
     trimmed = value.strip()
-    if not trimmed or len(trimmed.encode("utf-8")) > MAX_NAME_BYTES:
+    if is_empty_name(trimmed) or len(trimmed.encode("utf-8")) > MAX_NAME_BYTES:
         return None
     return trimmed
 

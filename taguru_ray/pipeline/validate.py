@@ -32,6 +32,7 @@ from taguru_ray.contract.rust_text import (
     rust_trim,
     utf8_len,
 )
+from taguru_ray.text.scripts import is_empty_name
 
 # Corrective turns list at most this many issues, then count the rest.
 MAX_LISTED_ISSUES = 20
@@ -211,7 +212,7 @@ def _canonical(item: Mapping[str, Any], path: str, issues: list[str]) -> str | N
     if size > MAX_NAME_BYTES:
         issues.append(f"{path}.canonical: {size} bytes exceeds the {MAX_NAME_BYTES}-byte cap")
         return None
-    return trimmed
+    return "" if is_empty_name(trimmed) else trimmed
 
 
 def _question_issues(item: Mapping[str, Any], path: str, rules: Rules, issues: list[str]) -> None:
@@ -242,7 +243,7 @@ def _required_string(
         return None
     trimmed = rust_trim(value)
     size = utf8_len(trimmed)
-    if not trimmed:
+    if is_empty_name(trimmed):  # invisible characters only are as empty (issue 37)
         issues.append(f"{path}.{key}: empty")
         return None
     if size > cap:
@@ -258,6 +259,8 @@ def _name(value: Any, cap: int = MAX_NAME_BYTES, *, allow_empty: bool = False) -
     if not isinstance(value, str):
         return None
     trimmed = rust_trim(value)
+    if is_empty_name(trimmed):
+        trimmed = ""
     if (not trimmed and not allow_empty) or utf8_len(trimmed) > cap:
         return None
     return trimmed

@@ -23,6 +23,7 @@ from taguru_ray.sessions.batches import Batch
 from taguru_ray.text.occurrence import Haystack, fold, name_occurs
 from taguru_ray.text.paragraphs import split_paragraphs
 from taguru_ray.text.redact import contains_placeholder
+from taguru_ray.text.scripts import is_empty_name
 
 PADDING = frozenset({"none", "n/a", "na", "unknown", "null", "nil", "-", "—", "?", "不明", "なし"})
 _RUNS = re.compile(r"\s+")
@@ -80,7 +81,7 @@ def check(batch: Batch, reading: Reading, carried: frozenset[str] = frozenset())
         text = turns[item.seq].text
         if not item.facts:
             continue  # an empty quote with no facts is the contract's "nothing here"
-        if not item.quote.strip():
+        if is_empty_name(item.quote):
             checked.losses.append(_loss(item.path, "facts without a quote", _raw(item)))
             continue
         paragraph = quote_paragraph(item.quote, text)
@@ -118,7 +119,7 @@ def check(batch: Batch, reading: Reading, carried: frozenset[str] = frozenset())
 def _fact_problem(fact: Fact, haystack: Haystack, carried: frozenset[str]) -> str | None:
     for key in ("subject", "predicate", "value"):
         value = getattr(fact, key)
-        if not value.strip():
+        if is_empty_name(value):
             return f"{key} is empty"
         if value.strip().lower() in PADDING:
             return f"{key} is padding ({value.strip()!r})"

@@ -166,6 +166,11 @@ class _Cluster:
     one_to_one: bool  # a run of one-to-one characters, each its own cluster
 
 
+def drop_invisibles(text: str) -> str:
+    """``text`` without its invisible characters: what a reader sees of it, unnormalised."""
+    return _SPACED.ignorable.sub("", text)
+
+
 def matching_form(text: str) -> MatchingForm:
     """``text`` as the redaction rules read it: invisibles dropped, then NFKC by cluster,
     every space character a U+0020 (the spaced form)."""

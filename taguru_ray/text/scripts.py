@@ -34,7 +34,9 @@ import unicodedata
 from functools import cache
 
 from taguru_ray.contract.rust_text import quote_for_issue
+from taguru_ray.text.matching_form import drop_invisibles
 from taguru_ray.text.occurrence import Haystack
+from taguru_ray.text.paragraphs import is_white_space
 
 _IDEOGRAPH_RANGES = (
     (0x3400, 0x4DBF),
@@ -124,6 +126,13 @@ def _encodes(char: str) -> bool:
 _BIDI_CONTROLS = frozenset(
     "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 )
+
+
+def is_empty_name(name: str) -> bool:
+    """Whether a reader sees nothing of ``name``: White_Space and invisible characters
+    only (format characters such as U+200B, fillers, the default-ignorables). A lone
+    zero-width space is as empty a name as ``""`` (issue 37, item 15)."""
+    return is_white_space(drop_invisibles(name))
 
 
 def hidden_characters(name: str) -> list[str]:
