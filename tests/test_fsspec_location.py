@@ -128,3 +128,18 @@ def test_every_other_verb_refuses_a_url_it_cannot_open_in_one_line(
         monkeypatch.delenv(name)
     argv = other_verbs(tmp_path)[index]
     one_usage_line(capsys, argv)
+
+
+def test_a_path_holding_a_nul_is_refused_by_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by tests/test_fuzz_extract_flags.py: os.open raised ValueError under the net."""
+    monkeypatch.setenv("TAGURU_EXTRACT_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("TAGURU_EXTRACT_MODEL", "m")
+    code = main(["extract", "--dry-run", "--context", CONTEXT, "--out", str(tmp_path),
+                 "--config", "a\x00b", "x.md"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "--config: a\\u{0}b: holds a NUL character" in err and "this is a bug" not in err
+    assert main(["verify", "a\x00b"]) == 2
+    assert "holds a NUL character" in capsys.readouterr().err

@@ -155,8 +155,11 @@ def location(value: str) -> str:
     A protocol fsspec does not know, or one whose driver package is not installed
     (``gs://`` without gcsfs), is refused here with the fix — not met as fsspec's
     ValueError or ImportError when the run first opens it. Each link of a chained URL
-    (``simplecache::s3://…``) is checked.
+    (``simplecache::s3://…``) is checked. A NUL is refused too: no file name holds
+    one, and every OS call raises ValueError on it.
     """
+    if "\x00" in value:
+        raise ValueError(f"{_shown(value)}: holds a NUL character, which no file name can hold")
     for protocol in _protocols(value):
         problem = _filesystem_problem(protocol)
         if problem is not None:
