@@ -281,7 +281,13 @@ class Refused(Exception):
 
 
 def fake_convert(
-    data: bytes, *, file: str, format: str | None = None, mask: bool = False, rules: Any = None
+    data: bytes,
+    *,
+    file: str,
+    format: str | None = None,
+    mask: bool = False,
+    rules: Any = None,
+    key: bytes = b"",
 ) -> Session:
     """One turn per line; the file's stem is its session id; a line REFUSE refuses it."""
     lines = data.decode().splitlines()
@@ -516,6 +522,27 @@ def test_a_double_encoded_assignment_reaches_neither_the_store_nor_show_nor_sear
                    "--store", str(store))[1]) == 2  # fmt: skip
     assert value.encode() not in stored_bytes(store)
     assert b"hunter2" not in stored_bytes(store)
+
+
+def test_a_masked_placeholder_is_keyed_so_the_store_cannot_check_a_guess(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store holds the file's digest, so an unkeyed sha256(digest ‖ secret) would let
+    anyone holding it check a guess; under --mask the hex is an HMAC under extract's
+    --redact key, which stays outside the store (TAGURU_EXTRACT_REDACT_KEY or its file)."""
+    planted = FIXTURES / "claude-code" / "planted-aws-key.jsonl"
+    digest = hashlib.sha256(planted.read_bytes()).hexdigest()
+    unkeyed = hashlib.sha256(digest.encode() + AWS_KEY.encode()).hexdigest()
+    shown: list[str] = []
+    for phrase in ("one phrase", "another phrase"):
+        monkeypatch.setenv("TAGURU_EXTRACT_REDACT_KEY", phrase)
+        store = tmp_path / phrase.replace(" ", "-")
+        assert run(capsys, "import", str(planted), "--mask", "--store", str(store))[0] == 0
+        _, hits, _ = run(capsys, "search", "redacted aws_access_key", "--store", str(store))
+        [hex_] = set(re.findall(r"«redacted aws_access_key ([0-9a-f]+)»", hits[0]))
+        assert not unkeyed.startswith(hex_)
+        shown.append(hex_)
+    assert shown[0] != shown[1]
 
 
 def test_a_new_rule_on_the_same_file_replaces_what_it_masks(

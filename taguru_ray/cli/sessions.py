@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import posixpath
 import sys
 from collections.abc import Callable, Sequence
@@ -34,11 +35,13 @@ import fsspec
 
 from taguru_ray import __version__
 from taguru_ray.cli.args import OneLineParser, location
-from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError
+from taguru_ray.contract.settings.values import passphrase
+from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError, UsageError
 from taguru_ray.sessions.events import AGENTS
 from taguru_ray.sessions.index import SessionStore
 from taguru_ray.sessions.index_query import query_words, split_words
 from taguru_ray.sessions.index_records import turn_handle
+from taguru_ray.store.redact_key import redaction_key
 from taguru_ray.store.walk import Unlisted, reach, walk
 from taguru_ray.text.redact import Rule, RulesError, parse_rules_file
 from taguru_ray.text.terminal import printable
@@ -168,7 +171,8 @@ def _import(args: argparse.Namespace) -> int:
             print(f"{PREFIX}{printable(path)}: no session file (*.jsonl, *.json) in it",
                   file=sys.stderr)  # fmt: skip
         files.extend(found)
-    importer = _Importer(args.format, args.mask, rules, rules_sha256)
+    key = _mask_key() if args.mask else b""
+    importer = _Importer(args.format, args.mask, rules, rules_sha256, key)
     with SessionStore(args.store, create=True) as store:
         stored = [importer.one(store, name, fs, path) for name, fs, path in files]
     return EXIT_OK if files and all(stored) and not unlisted else EXIT_FAILED
@@ -179,11 +183,16 @@ class _Importer:
     the same bytes the same way made before, say "unchanged" without converting."""
 
     def __init__(
-        self, format: str | None, mask: bool, rules: list[Rule] | None, rules_sha256: str | None
+        self,
+        format: str | None,
+        mask: bool,
+        rules: list[Rule] | None,
+        rules_sha256: str | None,
+        key: bytes = b"",
     ) -> None:
         from taguru_ray.sessions.convert import ALLOWLISTS
 
-        self.format, self.mask, self.rules = format, mask, rules
+        self.format, self.mask, self.rules, self.key = format, mask, rules, key
         # Everything besides the bytes that decides what a conversion makes.
         self.settings = json.dumps([format, mask, rules_sha256, __version__,
                                     sorted(a.tag for a in ALLOWLISTS.values())])  # fmt: skip
@@ -195,23 +204,38 @@ class _Importer:
         try:
             data = bytes(fs.cat_file(path))
         except OSError as error:
-            print(f"{name}: cannot read it ({error})", file=sys.stderr)
+            print(f"{printable(name)}: cannot read it ({error.strerror or error})",
+                  file=sys.stderr)  # fmt: skip
             return False
         inputs = hashlib.sha256(f"{self.settings}\n".encode() + data).hexdigest()
         seen = store.imported(inputs)
         if seen is not None:
-            print(f"{name}: unchanged {seen.handle} ({_turns(seen.turns)})")
+            print(f"{printable(name)}: unchanged {seen.handle} ({_turns(seen.turns)})")
             return True
         try:
-            session = convert(data, file=name, format=self.format, mask=self.mask, rules=self.rules)
+            session = convert(
+                data, file=name, format=self.format, mask=self.mask, rules=self.rules, key=self.key
+            )
         except SessionRefused as refusal:
-            print(str(refusal), file=sys.stderr)
+            print(printable(str(refusal)), file=sys.stderr)  # names places, never content
             return False
         outcome = store.put(session, inputs=inputs)
         count = len(session.masked)
         masked = f", {count} secret{'s' if count > 1 else ''} masked" if count else ""
-        print(f"{name}: {outcome} {session.handle} ({_turns(len(session.events))}{masked})")
+        print(f"{printable(name)}: {outcome} {session.handle} "
+              f"({_turns(len(session.events))}{masked})")  # fmt: skip
         return True
+
+
+def _mask_key() -> bytes:
+    """--mask's placeholder key: extract's --redact key, TAGURU_EXTRACT_REDACT_KEY or its
+    key file, kept outside the store, so the file digest the store holds checks no guess."""
+    phrase = os.environ.get("TAGURU_EXTRACT_REDACT_KEY")
+    try:
+        configured = None if phrase is None else passphrase(phrase)
+    except ValueError as error:
+        raise UsageError(f"TAGURU_EXTRACT_REDACT_KEY {error}") from None
+    return redaction_key(configured)
 
 
 def _session_files(path: str) -> tuple[list[tuple[str, fsspec.AbstractFileSystem, str]],

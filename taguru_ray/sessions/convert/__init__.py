@@ -2,12 +2,14 @@
 
 The contract every caller codes against:
 
-- `convert(data, *, file, format=None, mask=False, rules=None, session_id=None) -> Session`
+- `convert(data, *, file, format=None, mask=False, rules=None, session_id=None, key=b"")
+  -> Session`
   — the secrets scan runs first, on the raw lines, before the format is detected
   (`secrets.py`: extract's ``--redact`` secrets rules, then ``rules``, a user's
   ``--redact-rules`` as `parse_rules_file` returns them); a hit refuses the session
   (rule and line, never the value) or, with ``mask``, is replaced by extract's
-  placeholder ``«redacted <rule> <hex>»`` and recorded in `Session.masked` as
+  placeholder ``«redacted <rule> <hex>»`` (its hex an HMAC under ``key``, extract's
+  ``--redact`` key, when one is given) and recorded in `Session.masked` as
   ``"line N: rule"``. Then the format — detected from content unless ``format``
   forces one of `FORMATS` — converts under its versioned allow-list
   (`allowlist.py`, named in `Session.allowlist`): an unknown field refuses the
@@ -58,12 +60,13 @@ def convert(
     mask: bool = False,
     rules: Sequence[Rule] | None = None,
     session_id: str | None = None,
+    key: bytes = b"",
 ) -> Session:
     """One session file's bytes as a `Session`, or `SessionRefused` naming ``file``."""
     if format is not None and format not in _CONVERTERS:
         raise ValueError(f"format is one of {', '.join(FORMATS)}, got {format!r}")
     try:
-        return _convert(data, file, format, mask, rules, session_id)
+        return _convert(data, file, format, mask, rules, session_id, key)
     except Refused as refused:
         failure = refused.for_file(file)
     except RecursionError:  # the JSON reader (and every walk after it) recurses per level
@@ -82,6 +85,7 @@ def _convert(
     mask: bool,
     rules: Sequence[Rule] | None,
     session_id: str | None,
+    key: bytes = b"",
 ) -> Session:
     digest = hashlib.sha256(data).hexdigest()
     text = _decoded(data)
@@ -89,7 +93,7 @@ def _convert(
     all_rules = secrets.secret_rules(rules)
     masked: list[secrets.Hit] = []
     if mask:
-        lines, masked = secrets.mask(lines, all_rules, digest)
+        lines, masked = secrets.mask(lines, all_rules, digest, key)
         text = "\n".join(lines)
     else:
         hit = secrets.first_secret(lines, all_rules)
