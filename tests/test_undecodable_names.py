@@ -37,3 +37,20 @@ def test_extract_refuses_a_segment_whose_name_is_not_utf8(
     assert code == 2
     assert f"{tmp_path}/caf\\u{{dce9}}.md: the name is not UTF-8 — rename it" in err
     assert "Traceback" not in err and "this is a bug" not in err
+
+
+def test_sessions_import_refuses_a_file_whose_name_is_not_utf8_and_imports_the_rest(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The index stores the file's name as text: such a name raised in SQLite, under the net."""
+    fixture = Path(__file__).parent / "fixtures" / "sessions" / "openai-chat" / "boot-steps.jsonl"
+    folder = tmp_path / "sessions"
+    folder.mkdir()
+    with open(os.path.join(os.fsencode(folder), b"caf\xe9.jsonl"), "wb") as handle:
+        handle.write(fixture.read_bytes())
+    (folder / "fine.jsonl").write_bytes(fixture.read_bytes())
+    code = main(["sessions", "import", str(folder), "--store", str(tmp_path / "st")])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert err.splitlines() == [f"{folder}/caf\\u{{dce9}}.jsonl: the name is not UTF-8 — rename it"]
+    assert out.startswith(f"{folder}/fine.jsonl: added ")

@@ -201,6 +201,9 @@ class _Importer:
         """Import one file; False when it was unreadable or refused (said on stderr)."""
         from taguru_ray.sessions.convert import SessionRefused, convert
 
+        if not _utf8(name):  # the index keeps the name as text; undecodable bytes cannot be
+            print(f"{printable(name)}: the name is not UTF-8 — rename it", file=sys.stderr)
+            return False
         try:
             data = bytes(fs.cat_file(path))
         except OSError as error:
@@ -311,6 +314,14 @@ def _show(args: argparse.Namespace) -> int:
         print(f"{handle}  {_when(event.ts_ms)}  {event.speaker_id}  {event.kind}{tool}{mark}")
         print(event.text)
     return EXIT_OK
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: how Python holds a name's raw bytes
+        return False
+    return True
 
 
 def _turns(count: int) -> str:

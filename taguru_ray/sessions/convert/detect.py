@@ -49,6 +49,8 @@ def _agent(value: Any) -> str | None:
     if not isinstance(value, dict):
         return None
     type_ = value.get("type")
+    if not isinstance(type_, str | None):  # a list or an object: no format's, and unhashable
+        return None
     if "payload" in value and type_ in CODEX_TYPES:
         return "codex"
     if type_ in CLAUDE_CODE_TYPES and (
