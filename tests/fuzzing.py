@@ -9,10 +9,12 @@ given to write (`--out`, `--store`).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import strategies as st
@@ -115,3 +117,44 @@ JSON = st.recursive(
                                                                 max_size=4),
     max_leaves=12,
 )  # fmt: skip
+
+CONTROL = st.sampled_from(["\x1b[2J", "\x07", "\x00", "\u202e", "\r", "\u2028", "\x9b"])
+
+
+@st.composite
+def broken_value(draw: st.DrawFn, value: Any) -> Any:
+    """`value` with one place inside it replaced, removed, grown or poisoned."""
+    if isinstance(value, dict) and value and draw(st.booleans()):
+        key = draw(st.sampled_from(sorted(value)))
+        copy = dict(value)
+        move = draw(st.sampled_from(["descend", "descend", "drop", "add"]))
+        if move == "drop":
+            del copy[key]
+        elif move == "add":
+            copy[draw(st.text(max_size=10))] = draw(JSON)
+        else:
+            copy[key] = draw(broken_value(value[key]))
+        return copy
+    if isinstance(value, list) and value and draw(st.booleans()):
+        at = draw(st.integers(0, len(value) - 1))
+        return [*value[:at], draw(broken_value(value[at])), *value[at + 1 :]]
+    if isinstance(value, str) and draw(st.booleans()):
+        at = draw(st.integers(0, len(value)))
+        return value[:at] + draw(CONTROL) + value[at:]
+    return draw(st.one_of(JSON, st.integers(500, 3000).map(nested)))
+
+
+def nested(depth: int) -> list[Any]:
+    """Lists `depth` deep: around Python's recursion limit, past it or just short of it."""
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def dumps(value: Any) -> str:
+    """JSON text of `value`; past what json.dumps follows, a document as deep as that."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except RecursionError:
+        return "[" * 100_000 + "]" * 100_000

@@ -360,3 +360,17 @@ def test_a_violation_never_echoes_case_text() -> None:
     run["cases"][0]["query"] = "TOP-SECRET query"
     gate = Thresholds(sha256="0" * 64, case_default={"recall.mrr": Bound(min=1.0)})
     assert "TOP-SECRET" not in json.dumps(check(gate, run))
+
+
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        (b"null", "the file must hold one JSON object"),  # valid JSON, no object: said
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply to read"),  # not a RecursionError
+    ],
+)
+def test_a_file_that_is_no_object_is_always_said(raw: bytes, says: str) -> None:
+    """Found by tests/test_fuzz_evaluate.py: 'null' was exit 2 with no line at all."""
+    with pytest.raises(ThresholdsError) as caught:
+        parse_thresholds(raw, PATH, CASES)
+    assert caught.value.problems and says in str(caught.value)

@@ -16,7 +16,6 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import event, given
@@ -24,7 +23,15 @@ from hypothesis import strategies as st
 
 from taguru_ray.sessions.convert.records import read
 from taguru_ray.text.terminal import printable
-from tests.fuzzing import JSON, NAMES, assert_clean, assert_wrote_only_under, run, tree
+from tests.fuzzing import (
+    JSON,
+    NAMES,
+    assert_clean,
+    assert_wrote_only_under,
+    broken_value,
+    run,
+    tree,
+)
 
 pytestmark = pytest.mark.fuzz
 
@@ -33,40 +40,6 @@ SESSIONS = {
     path.relative_to(FIXTURES).as_posix(): [record.value for record in read(path.read_text())]
     for path in sorted(FIXTURES.rglob("*")) if path.suffix in (".jsonl", ".json")
 }  # fmt: skip
-CONTROL = st.sampled_from(["\x1b[2J", "\x07", "\x00", "\u202e", "\r", "\u2028", "\x9b"])
-
-
-@st.composite
-def broken_value(draw: st.DrawFn, value: Any) -> Any:
-    """`value` with one place inside it replaced, removed, grown or poisoned."""
-    if isinstance(value, dict) and value and draw(st.booleans()):
-        key = draw(st.sampled_from(sorted(value)))
-        copy = dict(value)
-        move = draw(st.sampled_from(["descend", "descend", "drop", "add"]))
-        if move == "drop":
-            del copy[key]
-        elif move == "add":
-            copy[draw(st.text(max_size=10))] = draw(JSON)
-        else:
-            copy[key] = draw(broken_value(value[key]))
-        return copy
-    if isinstance(value, list) and value and draw(st.booleans()):
-        at = draw(st.integers(0, len(value) - 1))
-        return [*value[:at], draw(broken_value(value[at])), *value[at + 1 :]]
-    if isinstance(value, str) and draw(st.booleans()):
-        at = draw(st.integers(0, len(value)))
-        return value[:at] + draw(CONTROL) + value[at:]
-    return draw(st.one_of(JSON, st.integers(500, 3000).map(nested)))
-
-
-def nested(depth: int) -> list[Any]:
-    """Lists `depth` deep: around Python's recursion limit, past it or just short of it."""
-    value: list[Any] = []
-    for _ in range(depth):
-        value = [value]
-    return value
-
-
 @st.composite
 def session_bytes(draw: st.DrawFn) -> tuple[str, bytes]:
     """(the fixture it came from, the broken file's bytes)."""

@@ -77,9 +77,9 @@ def parse_thresholds(raw: bytes, path: str, case_ids: Collection[str]) -> Thresh
     the eval set's `case_ids`; ThresholdsError listing every problem found."""
     problems: list[str] = []
     document = _decode(raw, problems)
-    if document is None:
+    if problems:
         raise ThresholdsError(path, problems)
-    if not isinstance(document, dict):
+    if not isinstance(document, dict):  # `null` included: it decodes, and is no object
         raise ThresholdsError(path, ["the file must hold one JSON object"])
 
     _check_stamp(document, problems)
@@ -129,6 +129,9 @@ def _decode(raw: bytes, problems: list[str]) -> object | None:
         return json.loads(text)
     except json.JSONDecodeError as error:
         problems.append(f"not valid JSON: {error}")
+        return None
+    except RecursionError:  # json recurses per level: a deep file is refused, not a crash
+        problems.append("not valid JSON: arrays and objects are nested too deeply to read")
         return None
 
 
