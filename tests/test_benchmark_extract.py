@@ -56,6 +56,12 @@ def test_a_matrix_folds_its_defaults_into_each_entry() -> None:
     assert (plain.timeout_secs, plain.structured_output, plain.max_inflight) == (300, "off", "auto")
 
 
+def test_a_matrix_nested_past_the_stack_is_refused_by_name() -> None:
+    """Found by tests/test_fuzz_models.py: json raised RecursionError under the net."""
+    with pytest.raises(ModelsError, match=r"^m\.json: not JSON \(nested too deeply"):
+        parse_models("m.json", b"[" * 100_000 + b"]" * 100_000, {})
+
+
 def test_ids_follow_the_file_name_rule() -> None:
     assert (
         parse_models("m", models(entry(id="qwen25-7b_q4.a")), {}).models[0].id == "qwen25-7b_q4.a"

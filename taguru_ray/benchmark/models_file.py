@@ -99,6 +99,8 @@ def parse_models(path: str, data: bytes, environ: Mapping[str, str]) -> Matrix:
         document = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ModelsError(f"{path}: not JSON ({error}) — fix the file") from None
+    except RecursionError:  # json recurses per level: a deep file is refused, not a crash
+        raise ModelsError(f"{path}: not JSON (nested too deeply to read) — fix the file") from None
     if not isinstance(document, dict):
         raise ModelsError(f"{path}: the top level must be an object")
     warnings = [_unknown(path, key, "") for key in document if key not in _TOP_KEYS]
