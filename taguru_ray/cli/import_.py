@@ -17,8 +17,9 @@ nothing: the file stays imported, the failure is said on stderr, the exit is 1, 
 the next import embeds what is missing.
 
 stdout: one line per file imported; stderr: one line per file refused,
-``<file>: line <n>: <path>: <why>``. Exit 0 all imported, 1 any refused or
-unreadable, 2 usage.
+``<file>: line <n>: <path>: <why>`` (a control character in a name or an id is
+shown escaped, ``\\u{1b}``). Exit 0 all imported, 1 any refused or unreadable, 2
+usage.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError
 from taguru_ray.remote.address import AddressError, base_url
 from taguru_ray.remote.client import RemoteError, TaguruClient
 from taguru_ray.text.terminal import printable
-from taguru_ray.tools.records import source_files
+from taguru_ray.tools.records import read_source_files
 
 PREFIX = "taguru-ray: import: "
 NOT_SOURCE_FILES = frozenset({"diagnostics.jsonl"})
@@ -78,7 +79,7 @@ def main(argv: Sequence[str]) -> int:
     unreadable = 0
     for path in args.paths:
         try:
-            found = source_files(path)
+            listed = read_source_files(path)
         except FileNotFoundError:
             print(f"{PREFIX}{printable(path)}: no such file or folder", file=sys.stderr)
             return EXIT_USAGE
@@ -87,11 +88,16 @@ def main(argv: Sequence[str]) -> int:
             print(f"{PREFIX}{printable(path)}: cannot read it ({why})", file=sys.stderr)
             unreadable += 1
             continue
+        found = listed.files
         named = [(n, d) for n, d in found.items() if os.path.basename(n) not in NOT_SOURCE_FILES]
         if len(found) > 1 or found.keys() != {path}:
             named = [(f"{path.rstrip('/')}/{n}", d) for n, d in named]
-        if not named:
-            print(f"{PREFIX}{path}: no source file (*.jsonl) in it", file=sys.stderr)
+        for name, why in listed.unreadable.items():  # listed, not read: said, exit 1
+            shown = printable(f"{path.rstrip('/')}/{name}")
+            print(f"{PREFIX}{shown}: cannot read it ({why})", file=sys.stderr)
+            unreadable += 1
+        if not named and not listed.unreadable:
+            print(f"{PREFIX}{printable(path)}: no source file (*.jsonl) in it", file=sys.stderr)
         files.extend(named)
     if not files:
         return EXIT_FAILED
@@ -115,28 +121,30 @@ def main(argv: Sequence[str]) -> int:
 def _apply(store: SqliteStore, name: str, data: bytes, args: argparse.Namespace) -> bool:
     try:
         stream = read_stream(data, name=name, context=args.context)
+        if not stream.batches and not stream.schemas:  # as `verify` refuses it: never unsaid
+            raise ImportRefusal(name, 1, "file", "no header line: the file is empty or blank")
         results = store.import_batches(stream.batches, dry_run=args.dry_run, create_missing=True)
     except ImportRefusal as refusal:
-        print(f"{refusal} — nothing of this file was applied", file=sys.stderr)
+        print(printable(f"{refusal} — nothing of this file was applied"), file=sys.stderr)
         return False
     for result in results:
-        print(_summary(name, result, args.dry_run))
+        print(printable(_summary(name, result, args.dry_run)))
     if args.dry_run:
         return True
     embedded = True
     for report in store.refresh_embeddings([b.context for b in stream.batches]):
         if report.failure:
-            print(f"{name}: imported, but embedding context '{report.context}' failed "
-                  f"({report.failure}); the next import embeds what is missing",
-                  file=sys.stderr)  # fmt: skip
+            print(printable(f"{name}: imported, but embedding context '{report.context}' "
+                            f"failed ({report.failure}); the next import embeds what is "
+                            "missing"), file=sys.stderr)  # fmt: skip
             embedded = False
         elif report.glosses or report.passages:
             over = report.skipped_over_limit
-            print(
+            print(printable(
                 f"{name}: embedded {report.glosses} glosses, {report.passages} paragraph "
                 f"rows in context '{report.context}'"
                 + (f" ({over} paragraphs over TAGURU_PASSAGE_VECTOR_LIMIT)" if over else "")
-            )
+            ))  # fmt: skip
     return embedded
 
 
@@ -164,15 +172,15 @@ def _post(url: str, name: str, data: bytes, dry_run: bool) -> bool:
         reply = client.import_stream(data, dry_run=dry_run)
     except RemoteError as error:
         if error.status is None:
-            print(f"{name}: {error.message}", file=sys.stderr)
+            print(printable(f"{name}: {error.message}"), file=sys.stderr)
             return False
         paths = ", ".join(issue.get("path", "?") for issue in error.body.get("issues", []))
         where = f" [{paths}]" if paths else ""
         detail = error.body.get("error", error.message)
-        print(f"{name}: refused by {client.base}/import: {error.status} {error.code or ''}: "
-              f"{detail}{where}", file=sys.stderr)  # fmt: skip
+        print(printable(f"{name}: refused by {client.base}/import: {error.status} "
+                        f"{error.code or ''}: {detail}{where}"), file=sys.stderr)  # fmt: skip
         return False
     result = reply.result if isinstance(reply.result, dict) else {}
     for batch in result.get("batches", []):
-        print(_summary(name, batch, dry_run))
+        print(printable(_summary(name, batch, dry_run)))
     return True

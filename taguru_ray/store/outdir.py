@@ -41,6 +41,18 @@ from taguru_ray.store.commit import COMMITTER, stage_write, staging
 T = TypeVar("T")
 
 
+# What fsspec's batched reads and listings take as a glob pattern in a path.
+_GLOB = frozenset("*?[")
+
+
+def _bytes_or_error(value: Any) -> bytes | OSError:
+    if isinstance(value, OSError):
+        return value
+    if isinstance(value, BaseException):  # an object store's own error type
+        return OSError(str(value) or type(value).__name__)
+    return bytes(value)
+
+
 class OutDir:
     """One --out location, addressed by names relative to it."""
 
@@ -115,12 +127,29 @@ class OutDir:
             return None
 
     def read_many(self, names: list[str]) -> dict[str, bytes]:
-        """The files among `names` that exist, fetched concurrently where the backend can."""
-        if not names:
-            return {}
-        by_path = {self.path(name): name for name in names}
-        found = self.fs.cat(list(by_path), on_error="omit")
-        return {by_path[path]: bytes(data) for path, data in found.items() if path in by_path}
+        """The files among `names` that exist, fetched concurrently where the backend can.
+        One that cannot be read is left out like a missing one: for a reader that must
+        say which, `read_each`."""
+        return {name: data for name, data in self.read_each(names).items()
+                if isinstance(data, bytes)}  # fmt: skip
+
+    def read_each(self, names: list[str]) -> dict[str, bytes | OSError]:
+        """Every one of `names`: its bytes, or the OSError that kept it unread (a missing
+        one's FileNotFoundError included). A name is taken as written: fsspec's batched
+        `cat` expands glob patterns, so ``[0].jsonl`` or ``a*.jsonl`` is read on its own."""
+        literal = [name for name in names if not _GLOB.intersection(name)]
+        by_path = {self.path(name): name for name in literal}
+        found: dict[str, Any] = self.fs.cat(list(by_path), on_error="return") if by_path else {}
+        read: dict[str, bytes | OSError] = {}
+        for path, name in by_path.items():
+            read[name] = _bytes_or_error(found.get(path, FileNotFoundError(2, "no such file")))
+        for name in names:
+            if name not in read:
+                try:
+                    read[name] = bytes(self.fs.cat_file(self.path(name)))
+                except OSError as error:
+                    read[name] = error
+        return read
 
     def exists(self, name: str) -> bool:
         path = self.path(name)

@@ -42,20 +42,43 @@ class Lines:
         return [record for record in self.records if record.get("type") == kind]
 
 
-def source_files(out: str) -> dict[str, bytes]:
-    """File name -> bytes: a folder's source files (``*.jsonl``, non-recursive, hidden
-    names skipped, so ``.extract-trace/`` is never read), in name order, or one file
-    (keyed by OUT as given). FileNotFoundError when OUT does not exist; another OSError
-    when it cannot be reached or listed."""
+@dataclass
+class SourceFiles:
+    """A folder's source files, read: name -> bytes, and name -> why for each one listed
+    that could not be read (said by the caller, never dropped)."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+
+def read_source_files(out: str) -> SourceFiles:
+    """A folder's source files (``*.jsonl``, non-recursive, hidden names skipped, so
+    ``.extract-trace/`` is never read), in name order, or one file (keyed by OUT as
+    given). FileNotFoundError when OUT does not exist; another OSError when it cannot be
+    reached or listed."""
     folder = OutDir(out)
     reach(folder.fs, folder.root)  # missing, or hidden by a folder on its way: said apart
     if not folder.fs.isdir(folder.root):
-        return {out: bytes(folder.fs.cat_file(folder.root))}
+        return SourceFiles({out: bytes(folder.fs.cat_file(folder.root))})
     names = sorted(
         name for name in folder.names() if name.endswith(JSONL) and not name.startswith(".")
     )
-    found = folder.read_many(names)
-    return {name: found[name] for name in names if name in found}
+    found = SourceFiles()
+    for name, data in folder.read_each(names).items():
+        if isinstance(data, bytes):
+            found.files[name] = data
+        else:
+            found.unreadable[name] = data.strerror or str(data)
+    found.files = {name: found.files[name] for name in names if name in found.files}
+    return found
+
+
+def source_files(out: str) -> dict[str, bytes]:
+    """`read_source_files`'s files; an OSError naming the first one that could not be read."""
+    found = read_source_files(out)
+    for name, why in found.unreadable.items():
+        raise OSError(f"{name}: {why}")
+    return found.files
 
 
 def read_lines(data: bytes) -> Lines:
