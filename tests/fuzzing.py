@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import event
 from hypothesis import strategies as st
 
 from taguru_ray.cli import main
@@ -158,3 +159,42 @@ def dumps(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
     except RecursionError:
         return "[" * 100_000 + "]" * 100_000
+
+
+@st.composite
+def mutated_lines(draw: st.DrawFn, lines: list[Any], *, final_newline: bool = False) -> bytes:
+    """A JSONL file of `lines` with up to three lines broken, dropped, doubled or swapped
+    for any JSON value: the damage one bad edit or a bad generator does."""
+    lines = list(lines)
+    for _ in range(draw(st.integers(0, 3))):
+        if not lines:
+            break
+        at = draw(st.integers(0, len(lines) - 1))
+        move = draw(st.sampled_from(["break", "break", "drop", "twice", "swap"]))
+        if move == "break":
+            lines[at] = draw(broken_value(lines[at]))
+        elif move == "drop":
+            del lines[at]
+        elif move == "twice":
+            lines.insert(at, lines[at])
+        else:
+            lines[at] = draw(JSON)
+    data = "\n".join(dumps(line) for line in lines).encode("utf-8", "surrogatepass")
+    return data + b"\n" if final_newline else data
+
+
+@st.composite
+def damaged(draw: st.DrawFn, data: bytes, *, other: bool = False) -> bytes:
+    """`data` as it is, cut short, with a few stray bytes spliced in, or (`other`) another
+    file's bytes altogether."""
+    damage = draw(st.sampled_from(
+        ["none", "none", "none", "cut", "splice", *(["other"] if other else [])]))
+    event(f"damage {damage}")
+    if damage == "cut":
+        return data[: draw(st.integers(0, len(data)))]
+    if damage == "splice":
+        at = draw(st.integers(0, len(data)))
+        return data[:at] + draw(st.binary(min_size=1, max_size=12)) + data[at:]
+    if damage == "other":
+        return draw(file_bytes())
+    return data

@@ -22,12 +22,13 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from tests.fuzzing import (
-    JSON,
     assert_clean,
     assert_names_one_of,
     broken_value,
+    damaged,
     dumps,
     file_bytes,
+    mutated_lines,
     run,
     tree,
 )
@@ -55,22 +56,7 @@ def refusing_port() -> Iterator[int]:
 
 @st.composite
 def eval_bytes(draw: st.DrawFn) -> bytes:
-    lines = list(EVAL_LINES)
-    for _ in range(draw(st.integers(0, 3))):
-        at = draw(st.integers(0, len(lines) - 1)) if lines else 0
-        move = draw(st.sampled_from(["break", "break", "drop", "swap", "twice"]))
-        if not lines:
-            break
-        if move == "break":
-            lines[at] = draw(broken_value(lines[at]))
-        elif move == "drop":
-            del lines[at]
-        elif move == "twice":
-            lines.insert(at, lines[at])
-        else:
-            lines[at] = draw(JSON)
-    data = "\n".join(dumps(line) for line in lines).encode("utf-8", "surrogatepass")
-    return _damaged(draw, data)
+    return draw(damaged(draw(mutated_lines(list(EVAL_LINES))), other=True))
 
 
 @st.composite
@@ -82,16 +68,7 @@ def thresholds_bytes(draw: st.DrawFn) -> bytes:
 
 
 def _damaged(draw: st.DrawFn, data: bytes) -> bytes:
-    damage = draw(st.sampled_from(["none", "none", "none", "cut", "splice", "other"]))
-    event(f"damage {damage}")
-    if damage == "cut":
-        return data[: draw(st.integers(0, len(data)))]
-    if damage == "splice":
-        at = draw(st.integers(0, len(data)))
-        return data[:at] + draw(st.binary(min_size=1, max_size=12)) + data[at:]
-    if damage == "other":
-        return draw(file_bytes())
-    return data
+    return draw(damaged(data, other=True))
 
 
 @given(

@@ -20,12 +20,11 @@ from hypothesis import strategies as st
 from taguru_ray.context.schema import FILE_NAME
 from taguru_ray.text.terminal import printable
 from tests.fuzzing import (
-    JSON,
     NAMES,
     assert_clean,
     assert_wrote_only_under,
-    broken_value,
-    dumps,
+    damaged,
+    mutated_lines,
     run,
     tree,
 )
@@ -38,28 +37,7 @@ LINES = [json.loads(line) for line in SOURCE.read_text(encoding="utf-8").splitli
 
 @st.composite
 def source_bytes(draw: st.DrawFn) -> bytes:
-    lines = list(LINES)
-    for _ in range(draw(st.integers(0, 3))):
-        if not lines:
-            break
-        at = draw(st.integers(0, len(lines) - 1))
-        move = draw(st.sampled_from(["break", "break", "drop", "twice", "swap"]))
-        if move == "break":
-            lines[at] = draw(broken_value(lines[at]))
-        elif move == "drop":
-            del lines[at]
-        elif move == "twice":
-            lines.insert(at, lines[at])
-        else:
-            lines[at] = draw(JSON)
-    data = "\n".join(dumps(line) for line in lines).encode("utf-8", "surrogatepass") + b"\n"
-    damage = draw(st.sampled_from(["none", "none", "none", "cut", "splice"]))
-    if damage == "cut":
-        data = data[: draw(st.integers(0, len(data)))]
-    elif damage == "splice":
-        at = draw(st.integers(0, len(data)))
-        data = data[:at] + draw(st.binary(min_size=1, max_size=12)) + data[at:]
-    return data
+    return draw(damaged(draw(mutated_lines(LINES, final_newline=True))))
 
 
 @given(
