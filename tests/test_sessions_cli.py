@@ -225,6 +225,7 @@ def test_show_prints_the_turns_verbatim_marking_the_handles(
 
 
 def test_show_json(capsys: pytest.CaptureFixture[str], store: Path) -> None:
+    source = "session:codex:019a"
     code, out, _ = run(
         capsys, "show", "cx:019a#1", "--context", "5", "--json", "--store", str(store)
     )
@@ -235,11 +236,13 @@ def test_show_json(capsys: pytest.CaptureFixture[str], store: Path) -> None:
             {"handle": "cx:019a#0", "seq": 0, "speaker_id": "user", "ts_ms": T0,
              "ts_exact": True, "kind": "user_text", "text": "release notes for the deploy",
              "origin": {"line": 1, "uuid": None, "parent": None, "block": None},
-             "tool": None, "branch": None, "sidechain": False},
+             "tool": None, "branch": None, "sidechain": False, "source": source, "mentions": [],
+             "sha256": hashlib.sha256(b"release notes for the deploy").hexdigest()},
             {"handle": "cx:019a#1", "seq": 1, "speaker_id": "agent:codex", "ts_ms": T0 + 1000,
              "ts_exact": True, "kind": "assistant_text", "text": "ok",
              "origin": {"line": 2, "uuid": None, "parent": None, "block": None},
-             "tool": None, "branch": None, "sidechain": False},
+             "tool": None, "branch": None, "sidechain": False, "source": source, "mentions": [],
+             "sha256": hashlib.sha256(b"ok").hexdigest()},
         ],
     }  # fmt: skip
 

@@ -26,7 +26,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from taguru_ray.sessions import index_rows, index_schema
-from taguru_ray.sessions.events import Event, Session
+from taguru_ray.sessions.events import Event, Session, annotated
 from taguru_ray.sessions.index_query import (
     fts_match,
     like_pattern,
@@ -257,8 +257,9 @@ class SessionStore:
             raise BadQuery(f"--context {context}: give 0 or more turns")
         with self._transaction() as conn:
             key, session_id, turns = self._resolve(conn, target)
+            source = f"session:{target.agent}:{session_id}"
             if target.seq is None:
-                return list(self._events(conn, key))
+                return list(annotated(self._events(conn, key), source))
             if target.seq >= turns:
                 shown = turn_handle(target.agent, session_id, target.seq)
                 raise HandleNotFound(
@@ -266,7 +267,9 @@ class SessionStore:
                     f"— 'sessions show {turn_handle(target.agent, session_id)}' shows them all"
                 )
             first, last = target.seq - context, target.seq + context
-            return list(self._events(conn, key, first, last))
+            # From #0: a turn's mentions hold the names earlier turns carried into it.
+            events = annotated(self._events(conn, key, 0, last), source)
+            return [event for event in events if event.seq >= first]
 
     def resolve(self, handle: str | Handle) -> Handle:
         """The handle with its session id in full (an abbreviated one expanded)."""
