@@ -13,7 +13,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Sequence
 
-from taguru_ray.contract.items import Association
+from taguru_ray.contract.items import Alias, Association
 from taguru_ray.contract.source_file import Header, Passage, SourceFile, render_source_file
 from taguru_ray.sessions.checks import Draft
 from taguru_ray.sessions.events import Event, Session
@@ -46,7 +46,11 @@ def tags_of(session: Session) -> tuple[str, ...]:
 
 
 def render(
-    session: Session, context_id: str, events: Sequence[Event], drafts: Sequence[Draft]
+    session: Session,
+    context_id: str,
+    events: Sequence[Event],
+    drafts: Sequence[Draft],
+    aliases: Sequence[Alias] = (),
 ) -> bytes:
     text, first = passage_of(session, events)
     date = session.started_ms // 1000 if session.started_ms is not None else None
@@ -58,5 +62,6 @@ def render(
         Header(session.source, context_id),
         Passage(text, date, tags_of(session)),
         associations=associations,
+        aliases=list(aliases),  # L2's, each naming a concept the associations use
     )
     return render_source_file(source, name=session.source)
