@@ -14,7 +14,8 @@ folder: one SQLite file). Output lines about a turn start with its handle
   all stored, 1 any refused or unreadable, 2 usage.
 - ``list [--json]``, ``search QUERY [--limit N] [--agent A] [--json]``, ``show HANDLE
   [--context N] [--json]``: exit 0 (a search with no hit too), 1 no store or no such
-  handle, 2 usage.
+  handle, 2 usage. ``show`` of a session with a memory card prints the card first.
+- ``recall``, ``replay``, ``expand``, ``brief``: `cli/sessions_use.py`.
 
 The exit codes come from the errors' types (`taguru_ray.errors`), decided nowhere else.
 """
@@ -34,6 +35,7 @@ from datetime import UTC, datetime
 import fsspec
 
 from taguru_ray import __version__
+from taguru_ray.cli import sessions_use
 from taguru_ray.cli.args import OneLineParser, location
 from taguru_ray.contract.settings.values import passphrase
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError, UsageError
@@ -41,6 +43,7 @@ from taguru_ray.sessions.events import AGENTS
 from taguru_ray.sessions.index import SessionStore
 from taguru_ray.sessions.index_query import query_words, split_words
 from taguru_ray.sessions.index_records import turn_handle
+from taguru_ray.sessions.memory import MemoryStore
 from taguru_ray.store.redact_key import redaction_key
 from taguru_ray.store.walk import Unlisted, reach, walk
 from taguru_ray.text.redact import Rule, RulesError, parse_rules_file
@@ -50,12 +53,17 @@ PREFIX = "taguru-ray: sessions: "
 SESSION_SUFFIXES = (".jsonl", ".json")
 
 USAGE = """\
-usage: taguru-ray sessions <import|list|search|show|extract> --store DIR [options]
+usage: taguru-ray sessions <import|list|search|show|recall|replay|expand|brief|extract> \
+         --store DIR [options]
 
   import   convert session files (Claude Code, Codex, OpenAI chat) into the store's index
   list     the stored sessions: handle, started, turns, facts, file
   search   the turns holding every word of a query (substring, any script), best first
-  show     a turn and the turns around it, verbatim, by its handle
+  show     a turn and the turns around it, verbatim, by its handle (and the session's card)
+  recall   the turns holding a query, each with a one-sentence brief (pending before extract)
+  replay   the turns FROM..TO of a session, verbatim
+  expand   a turn and K turns either side, verbatim
+  brief    each project's always-on brief (written by extract)
   extract  with a model: facts with their turn and a verbatim quote, one source file each
 
 taguru-ray sessions <verb> --help shows its options.
@@ -297,14 +305,22 @@ def _search(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    with SessionStore(args.store) as store:
+    with SessionStore(args.store) as store, MemoryStore(args.store) as memory:
         target = store.resolve(args.handle)
         events = store.show(target, context=args.context)
+        card = memory.card(target.agent, target.session_id)
+    written = card if card is not None and not card.pending else None
     if args.json:
         turns = [{"handle": turn_handle(target.agent, target.session_id, e.seq), **asdict(e)}
                  for e in events]  # fmt: skip
-        print(json.dumps({"handle": str(target), "turns": turns}, ensure_ascii=False))
+        body: dict[str, object] = {"handle": str(target), "turns": turns}
+        if written is not None:
+            body["card"] = sessions_use.card_json(written)
+        print(json.dumps(body, ensure_ascii=False))
         return EXIT_OK
+    if written is not None:  # the card first: what the session decided, changed, learned
+        sessions_use.print_card(written)
+        print()
     for index, event in enumerate(events):
         tool = f" {event.tool.name}" if event.tool else ""
         mark = "  ◀" if event.seq == target.seq else ""
@@ -340,10 +356,18 @@ VERBS: dict[str, Callable[[argparse.Namespace], int]] = {
     "list": _list,
     "search": _search,
     "show": _show,
+    "recall": sessions_use.recall_verb,
+    "replay": sessions_use.replay_verb,
+    "expand": sessions_use.expand_verb,
+    "brief": sessions_use.brief_verb,
 }
 PARSERS: dict[str, Callable[[], OneLineParser]] = {
     "import": _import_parser,
     "list": _list_parser,
     "search": _search_parser,
     "show": _show_parser,
+    "recall": sessions_use.recall_parser,
+    "replay": sessions_use.replay_parser,
+    "expand": sessions_use.expand_parser,
+    "brief": sessions_use.brief_parser,
 }

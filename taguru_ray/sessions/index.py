@@ -271,6 +271,22 @@ class SessionStore:
             events = annotated(self._events(conn, key, 0, last), source)
             return [event for event in events if event.seq >= first]
 
+    def between(self, handle: str | Handle, first: int, last: int) -> tuple[Handle, list[Event]]:
+        """The session's turns `first` to `last` (inclusive, clipped to the session), with
+        the handle resolved in full; HandleNotFound when the session has no turn there."""
+        target = handle if isinstance(handle, Handle) else parse_handle(handle)
+        if first < 0 or last < first:
+            raise BadQuery(f"--from {first} --to {last}: give 0 ≤ FROM ≤ TO")
+        with self._transaction() as conn:
+            key, session_id, turns = self._resolve(conn, target)
+            if first >= turns:
+                raise HandleNotFound(
+                    f"{turn_handle(target.agent, session_id)}: the session has {turns} turns, "
+                    f"#0 to #{turns - 1} — start --from within them"
+                )
+            events = list(self._events(conn, key, first, last))
+        return Handle(target.agent, session_id), events
+
     def resolve(self, handle: str | Handle) -> Handle:
         """The handle with its session id in full (an abbreviated one expanded)."""
         target = handle if isinstance(handle, Handle) else parse_handle(handle)
