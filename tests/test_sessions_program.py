@@ -47,10 +47,10 @@ GOOD = json.dumps([
 NO_FLAGS = '[{"seq": 1, "quote": "", "facts": []}]'
 
 
-def task() -> SegmentTask:
+def task(stages: tuple[str, ...] = ("fact", "review"), session: Session = SESSION) -> SegmentTask:
     settings = Settings.of(paths=("store",), out="out", context=CONTEXT, model="m")
-    data = stage(SESSION)
-    return SegmentTask(SegmentJob(0, SESSION.source, data, SESSION.source, ()), settings, "r1")
+    data = stage(session, stages)
+    return SegmentTask(SegmentJob(0, session.source, data, session.source, ()), settings, "r1")
 
 
 def test_staging_round_trips_and_is_recognised() -> None:
@@ -79,7 +79,7 @@ def test_a_session_becomes_one_importable_source_file_with_its_facts_on_their_tu
         assert a.paragraph is not None and "build-release.sh" in paragraphs[a.paragraph]
     trace = [json.loads(line) for line in world.files[1].splitlines()]
     flags = [line for line in trace if line["type"] == "flag"]
-    assert flags == [{"type": "flag", "seq": 1, "subject": "release script",
+    assert flags == [{"type": "flag", "seq": 1, "stage": "fact", "subject": "release script",
                       "predicate": "replaced by", "value": "build-release.sh",
                       "field": "value", "flag": "naming_drift"}]  # fmt: skip
     drafts = [line for line in trace if line["type"] == "fact"]

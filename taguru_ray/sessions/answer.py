@@ -57,6 +57,9 @@ class Item:
     quote: str
     facts: tuple[Fact, ...]
     path: str  # where it was in the answer: $[3]
+    # Each kept fact's path as the model gave it ($[3].facts[1]), so a loss names the
+    # fact's own position even when an earlier fact of the item was dropped.
+    fact_paths: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ def _item(raw: Any, path: str, reading: Reading) -> Item | None:
     if not isinstance(facts, list):
         reading.corrective.append(Problem(f"{path}.facts", "expected an array"))
         return None
-    kept = []
+    kept, paths = [], []
     for index, fact in enumerate(facts):
         where = f"{path}.facts[{index}]"
         if not isinstance(fact, dict):
@@ -133,4 +136,5 @@ def _item(raw: Any, path: str, reading: Reading) -> Item | None:
             reading.corrective.append(Problem(f"{where}.{wrong[0]}", "expected a string"))
             continue
         kept.append(Fact(*fields))
-    return Item(seq, quote, tuple(kept), path)
+        paths.append(where)
+    return Item(seq, quote, tuple(kept), path, tuple(paths))

@@ -3,11 +3,14 @@
 Over one batch's reading, in order: coverage (the answered seqs are exactly the
 batch's: a foreign or repeated seq is dropped, a missing one is asked for once),
 verbatim (the quote is in that turn after NFC and whitespace-run collapsing, and
-is non-empty exactly when there are facts), attestation (subject and value occur
-in the quote or the turn, or are names carried from earlier batches), padding
-(``none``, ``n/a``, ``unknown``…), field size, and no redaction placeholder.
-Each dropped item or fact leaves a loss record ``{path, reason, raw}``; what
-survives is a draft keyed by (seq, quote), which review may flag and never edits.
+is non-empty exactly when there are facts), padding (``none``, ``n/a``,
+``unknown``…), field size, no redaction placeholder, attestation (the stage's
+attested fields occur in the turn, or are names carried from earlier batches),
+then the stage's own rules (rule 6: the predicate is in its closed vocabulary,
+and its extra rule — an L10 offset parses, an L12 quote covers both sides).
+Each dropped item or fact leaves a loss record ``{stage, check, path, reason,
+raw}`` whose path is where the model put it; what survives is a draft keyed by
+(seq, quote), which review may flag and never edits.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 from taguru_ray.sessions.answer import MAX_FIELD_BYTES, Fact, Problem, Reading
 from taguru_ray.sessions.batches import Batch
+from taguru_ray.sessions.stages import BY_NAME, StageSpec
 from taguru_ray.text.occurrence import Haystack, fold, name_occurs
 from taguru_ray.text.paragraphs import split_paragraphs
 from taguru_ray.text.redact import contains_placeholder
@@ -38,6 +42,7 @@ class Draft:
     quote: str
     fact: Fact
     paragraph: int  # the quote's paragraph within the turn's text
+    stage: str = "fact"  # the model stage that judged it
 
 
 @dataclass
@@ -63,46 +68,56 @@ def quote_paragraph(quote: str, text: str) -> int | None:
     return None
 
 
-def check(batch: Batch, reading: Reading, carried: frozenset[str] = frozenset()) -> Checked:
-    """Drafts, losses and what to ask again, for one batch's reading."""
+def check(
+    batch: Batch,
+    reading: Reading,
+    carried: frozenset[str] = frozenset(),
+    spec: StageSpec = BY_NAME["fact"],
+) -> Checked:
+    """Drafts, losses and what to ask again, for one batch's reading by one stage."""
     checked = Checked(corrective=list(reading.corrective))
-    checked.losses += [_loss(p.path, p.why, p.raw) for p in reading.removed]
+
+    def lose(check_: str, path: str, reason: str, raw: Any) -> None:
+        checked.losses.append(
+            {"stage": spec.name, "check": check_, "path": path, "reason": reason, "raw": raw}
+        )
+
+    for problem in reading.removed:
+        lose("schema", problem.path, problem.why, problem.raw)
     turns = {event.seq: event for event in batch.events}
+    allow = frozenset(fold(name) for name in carried)
     for item in reading.items:
         if item.seq not in turns:
-            checked.losses.append(
-                _loss(item.path, f"seq {item.seq} is not a turn of this batch", _raw(item))
-            )
+            lose("coverage", item.path, f"seq {item.seq} is not a turn of this batch", _raw(item))
             continue
         if item.seq in checked.answered:
-            checked.losses.append(_loss(item.path, f"seq {item.seq} answered twice", _raw(item)))
+            lose("coverage", item.path, f"seq {item.seq} answered twice", _raw(item))
             continue
         checked.answered.add(item.seq)
-        text = turns[item.seq].text
+        turn = turns[item.seq]
         if not item.facts:
             continue  # an empty quote with no facts is the contract's "nothing here"
         if is_empty_name(item.quote):
-            checked.losses.append(_loss(item.path, "facts without a quote", _raw(item)))
+            lose("verbatim", item.path, "facts without a quote", _raw(item))
             continue
-        paragraph = quote_paragraph(item.quote, text)
+        paragraph = quote_paragraph(item.quote, turn.text)
         if paragraph is None:
-            checked.losses.append(
-                _loss(
-                    f"{item.path}.quote",
-                    f"the quote is not verbatim in turn {item.seq}",
-                    _raw(item),
-                )
-            )
+            why = f"the quote is not verbatim in turn {item.seq}"
+            lose("verbatim", f"{item.path}.quote", why, _raw(item))
             continue
-        haystack = Haystack(text)
-        allow = frozenset(fold(name) for name in carried)
-        for index, fact in enumerate(item.facts):
-            why = _fact_problem(fact, haystack, allow)
-            if why:
-                where = f"{item.path}.facts[{index}]"
-                checked.losses.append(_loss(where, why, fact.__dict__))
+        haystack = Haystack(turn.text)
+        paths = item.fact_paths or tuple(
+            f"{item.path}.facts[{index}]" for index in range(len(item.facts))
+        )
+        for where, fact in zip(paths, item.facts, strict=True):
+            found = _fact_problem(fact, haystack, allow, spec)
+            if found is None and spec.rule is not None:
+                why = spec.rule(fact, item.quote, turn, allow)
+                found = ("stage_rule", why) if why else None
+            if found:
+                lose(found[0], where, found[1], fact.__dict__)
                 continue
-            checked.drafts.append(Draft(item.seq, item.quote, fact, paragraph))
+            checked.drafts.append(Draft(item.seq, item.quote, fact, paragraph, spec.name))
     missing = [seq for seq in turns if seq not in checked.answered]
     if missing:
         shown = ", ".join(map(str, missing[:10]))
@@ -116,29 +131,30 @@ def check(batch: Batch, reading: Reading, carried: frozenset[str] = frozenset())
     return checked
 
 
-def _fact_problem(fact: Fact, haystack: Haystack, carried: frozenset[str]) -> str | None:
+def _fact_problem(
+    fact: Fact, haystack: Haystack, carried: frozenset[str], spec: StageSpec
+) -> tuple[str, str] | None:
+    """(the check that refuses the fact, why), or None when it passes them all."""
     for key in ("subject", "predicate", "value"):
         value = getattr(fact, key)
         if is_empty_name(value):
-            return f"{key} is empty"
+            return "empty", f"{key} is empty"
         if value.strip().lower() in PADDING:
-            return f"{key} is padding ({value.strip()!r})"
+            return "padding", f"{key} is padding ({value.strip()!r})"
         if len(value.encode("utf-8")) > MAX_FIELD_BYTES:
-            return f"{key} is over {MAX_FIELD_BYTES} bytes"
+            return "size", f"{key} is over {MAX_FIELD_BYTES} bytes"
         if contains_placeholder(value):
-            return f"{key} holds a redaction placeholder"
-    for key in ("subject", "value"):
+            return "redaction", f"{key} holds a redaction placeholder"
+    for key in spec.attested:
         if not name_occurs(getattr(fact, key), haystack, carried):
-            return f"{key} {getattr(fact, key)!r} is not in the turn"
+            return "attestation", f"{key} {getattr(fact, key)!r} is not in the turn"
+    if spec.vocabulary is not None and fact.predicate not in spec.vocabulary:
+        return "vocabulary", f"predicate {fact.predicate!r} is not in the {spec.name} vocabulary"
     return None
 
 
 def _raw(item: Any) -> dict[str, Any]:
     return {"seq": item.seq, "quote": item.quote, "facts": [f.__dict__ for f in item.facts]}
-
-
-def _loss(path: str, reason: str, raw: Any) -> dict[str, Any]:
-    return {"path": path, "reason": reason, "raw": raw}
 
 
 def unique(drafts: Sequence[Draft]) -> list[Draft]:

@@ -1,9 +1,10 @@
 """What the model is shown: code supplies every position, the model judges meaning.
 
-A batch's user message is its turns, one per line block, ``[seq N] speaker (time):
-text`` — seq, speaker and time come from code, so the model never has to invent
-them. The system prompt states the v4 contract and carries the names earlier
-batches of the session settled (seed 002's carryover: names only, never earlier
+A stage's ask about a batch: the user message is the stage's name, then the turns,
+one per line block, ``[seq N] speaker (time): text`` — seq, speaker and time come
+from code, so the model never has to invent them. The system prompt states the v4
+contract, the stage's one judgement and closed vocabulary, and carries the names
+earlier turns of the session settled (seed 002's carryover: names only, never earlier
 turns' text, which the model would re-extract and misattribute). Review sees one
 draft and its evidence turn and may only flag.
 """
@@ -17,8 +18,9 @@ from collections.abc import Sequence
 from taguru_ray.sessions.answer import FACT_KEYS
 from taguru_ray.sessions.batches import Batch
 from taguru_ray.sessions.events import Event
+from taguru_ray.sessions.stages import StageSpec
 
-PROMPT_VERSION = "sessions-v4.1"  # the v4 contract; .1 this wording
+PROMPT_VERSION = "sessions-v4.2"  # the v4 contract; .2 one stage per ask
 CARRYOVER_NAMES = 32
 REVIEW_FLAGS = (
     "unsupported_causality",  # "because" the turn does not say
@@ -28,17 +30,25 @@ REVIEW_FLAGS = (
     "overgeneralization",  # more than the turn claims
 )
 
-EXTRACT_SYSTEM = """\
-You read the turns of one coding-agent session and state the facts each turn \
-asserts. Answer a JSON array with exactly one object per turn shown, in order:
+# Every stage's system prompt opens with this line (the simulator knows a session ask by it).
+CONTRACT_OPENING = (
+    "You read the turns of one coding-agent session and make one judgement about them."
+)
+CONTRACT_SYSTEM = (
+    CONTRACT_OPENING
+    + """
+Answer a JSON array with exactly one object per turn shown, in order:
 {"seq": N, "quote": "…", "facts": [{"subject": "…", "predicate": "…", "value": "…"}]}
 - seq: the turn's number as shown in [seq N].
 - quote: a span copied verbatim from that turn which proves every fact listed; \
-"" when the turn states no fact.
-- facts: what the quote asserts; [] when nothing. subject and value are words of the \
-turn. Never guess, never pad with "none" or "unknown".
+"" when the turn gives nothing for this judgement.
+- facts: what the quote shows for this judgement; [] when nothing. Never guess, never \
+pad with "none" or "unknown".
 No other key: no id, time, position, confidence or status. Seq, time and speaker are \
-known already."""
+known already.
+The judgement:"""
+)
+STAGE_LINE = "stage: "  # the user turn's first line names the stage asked
 
 REVIEW_SYSTEM = (
     """\
@@ -62,13 +72,20 @@ def turn_block(event: Event) -> str:
     return f"[seq {event.seq}] {event.speaker_id}{stamp(event.ts_ms)}: {event.text}"
 
 
-def extract_messages(batch: Batch, carried: Sequence[str]) -> list[dict[str, str]]:
-    system = EXTRACT_SYSTEM
+def stage_messages(spec: StageSpec, batch: Batch, carried: Sequence[str]) -> list[dict[str, str]]:
+    """One stage's ask about one batch: the contract, the stage's judgement and closed
+    vocabulary, the names earlier turns settled; the turns, headed by the stage's name."""
+    system = f"{CONTRACT_SYSTEM} {spec.rubric}"
+    if spec.vocabulary is not None:
+        system += "\npredicate: only " + ", ".join(spec.vocabulary) + "."
     if carried:
         names = ", ".join(json.dumps(n, ensure_ascii=False) for n in carried[-CARRYOVER_NAMES:])
         system += f"\nNames earlier turns of this session settled (reuse their spelling): {names}"
     turns = "\n\n".join(turn_block(event) for event in batch.events)
-    return [{"role": "system", "content": system}, {"role": "user", "content": turns}]
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": f"{STAGE_LINE}{spec.name}\n\n{turns}"},
+    ]
 
 
 def review_messages(event: Event, draft: dict[str, str], quote: str) -> list[dict[str, str]]:
@@ -86,13 +103,3 @@ def corrective_message(problems: Sequence[tuple[str, str]]) -> dict[str, str]:
         + lines
         + "\nAnswer again, the whole array, fixing only these.",
     }
-
-
-def carry(carried: list[str], names: Sequence[str]) -> list[str]:
-    """The bounded oldest-first list of names later batches are offered."""
-    seen = set(carried)
-    for name in names:
-        if name not in seen:
-            seen.add(name)
-            carried.append(name)
-    return carried[-CARRYOVER_NAMES:]

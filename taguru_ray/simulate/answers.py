@@ -146,7 +146,7 @@ def answer(messages: Sequence[Mapping[str, Any]]) -> str:
     from taguru_ray.simulate import sessions  # it reads names with this module's rules
 
     if sessions.is_sessions_ask(system):
-        return sessions.batch_answer(turn)
+        return sessions.batch_answer(turn, system)
     if sessions.is_review_ask(system):
         return sessions.review_answer(turn)
     last = content_text(messages[-1].get("content")) if messages else ""
