@@ -135,7 +135,18 @@ def _run(store_dir: str, agents: list[str], handles: list[str], rest: list[str])
 
     code = extract(settings, Console(), staged)
     _count_facts(store, settings.source.out, sessions)
+    _remember(store_dir, settings, sessions)
     return code
+
+
+def _remember(store_dir: str, settings: Any, sessions: Sequence[Any]) -> None:
+    """The facts into the store, then the pending memory cards and briefs (memory_run)."""
+    from taguru_ray.sessions.memory_run import remember
+
+    tally = remember(
+        store_dir, settings, sessions, lambda line: print(PREFIX + line, file=sys.stderr)
+    )
+    print(f"{PREFIX}{tally.line()}", file=sys.stderr)
 
 
 def _name(session: Any) -> str:

@@ -143,7 +143,12 @@ def answer(messages: Sequence[Mapping[str, Any]]) -> str:
     )
     if is_overview_ask(system):
         return overview_for_turn(turn)
-    from taguru_ray.simulate import sessions  # it reads names with this module's rules
+    from taguru_ray.simulate import memory, sessions  # late: they import the sessions prompts
+
+    if memory.is_card_ask(system):
+        return memory.card_answer(turn)
+    if memory.is_brief_ask(system):
+        return memory.brief_answer(turn)
 
     if sessions.is_sessions_ask(system):
         return sessions.batch_answer(turn, system)

@@ -1,0 +1,191 @@
+"""The step after `sessions extract`'s run: facts into the store, then the model's cards
+and briefs for whatever is pending.
+
+1. Each session's checked facts are read back from its trace (``OUT/.extract-trace``,
+   the ``fact`` lines program.py writes) and stored beside its turns (`MemoryStore`),
+   but only when every quote is still verbatim in the stored turn and the turn count
+   matches: a trace left by an earlier run over a since-changed session is not the
+   session's (it stays pending).
+2. Every session whose card is pending (no card made from its current facts) gets one
+   card ask; every project whose brief is pending gets one brief ask (`card.py`).
+   They go through extract's own client and settings (`ChatClient.of`: endpoints, key,
+   timeouts, the transport retry policy) from this driver, not through the engine:
+   the engine's program is per segment, and a brief spans sessions (ADR 0052).
+
+No answer, an unreadable one, or no endpoint at all leaves the card or brief pending and
+says so; the next `sessions extract` asks for exactly those again (the extraction
+itself is then "unchanged" and asks nothing). The first transport failure stops the
+asking: an endpoint that is down is not asked once per session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import fsspec
+
+from taguru_ray.contract.completion import CompletionRequest
+from taguru_ray.contract.names import TRACE, join, output_name
+from taguru_ray.contract.settings import Settings
+from taguru_ray.sessions.card import (
+    brief_messages,
+    card_messages,
+    read_brief,
+    read_card,
+)
+from taguru_ray.sessions.checks import collapse
+from taguru_ray.sessions.events import Session
+from taguru_ray.sessions.index_records import turn_handle
+from taguru_ray.sessions.memory import Card, Fact, MemoryStore, cards_digest
+from taguru_ray.sessions.source import tags_of
+from taguru_ray.text.terminal import printable
+
+if TYPE_CHECKING:
+    from taguru_ray.llm.client import ChatClient
+
+PROJECT_TAGS = ("project:", "repo:")
+
+
+@dataclass
+class Tally:
+    cards: int = 0
+    briefs: int = 0
+    pending_cards: int = 0
+    pending_briefs: int = 0
+
+    def line(self) -> str:
+        return (
+            f"memory: {self.cards} card(s) and {self.briefs} brief(s) written; "
+            f"{self.pending_cards} card(s) and {self.pending_briefs} brief(s) pending"
+        )
+
+
+def project_of(session: Session) -> str | None:
+    """The project a session belongs to: its project (or repo) tag, None for none."""
+    return next((tag for tag in tags_of(session) if tag.startswith(PROJECT_TAGS)), None)
+
+
+def trace_facts(out: str, session: Session) -> list[Fact] | None:
+    """The session's facts from its trace; None when there is no trace of this session
+    as stored (none written, unreadable, or of other turns)."""
+    path = join(join(out, TRACE), output_name(session.source))
+    try:
+        with fsspec.open(path, "rb") as handle:
+            lines = [json.loads(line) for line in handle.read().splitlines() if line.strip()]
+    except (OSError, ValueError):
+        return None
+    head = lines[0] if lines else {}
+    if head.get("source") != session.source or head.get("turns") != len(session.events):
+        return None
+    texts = {event.seq: collapse(event.text) for event in session.events}
+    facts = []
+    for line in lines[1:]:
+        if line.get("type") != "fact":
+            continue
+        try:
+            fact = Fact(int(line["seq"]), line["quote"], line["subject"], line["predicate"],
+                        line["value"])  # fmt: skip
+        except (KeyError, TypeError, ValueError):
+            return None
+        if collapse(fact.quote) not in texts.get(fact.seq, "\0"):
+            return None  # a trace of other turns: not this session's facts
+        facts.append(fact)
+    return facts
+
+
+def remember(
+    store_dir: str, settings: Settings, sessions: Sequence[Session], say: Callable[[str], None]
+) -> Tally:
+    """Store the sessions' facts, then write the pending cards and briefs if a model is
+    there to ask. `say` hears one line per thing left pending and why."""
+    with MemoryStore(store_dir) as memory:
+        for session in sessions:
+            facts = trace_facts(settings.source.out, session)
+            if facts is not None:
+                memory.put_facts(session.agent, session.session_id, project_of(session), facts)
+        transport = settings.transport
+        if not transport.endpoints or settings.records.replay_mode != "off":
+            tally = Tally(pending_cards=len(memory.pending_cards()))
+            if tally.pending_cards:
+                say(f"{tally.pending_cards} memory card(s) pending: no live model to ask "
+                    "(replay or no endpoint) — a later sessions extract writes them")  # fmt: skip
+            return tally
+        return asyncio.run(_Asker(memory, settings, say).run())
+
+
+class _Asker:
+    """The card and brief asks of one run, one at a time, stopping at the first
+    transport failure."""
+
+    def __init__(self, memory: MemoryStore, settings: Settings, say: Callable[[str], None]):
+        self.memory, self.settings, self.say = memory, settings, say
+        self.tally = Tally()
+        self.down: str | None = None  # why the endpoint is not answering, once it is not
+
+    async def run(self) -> Tally:
+        from taguru_ray.llm.client import ChatClient, open_session
+
+        async with open_session() as http:
+            client = ChatClient.of(http, self.settings.transport)
+            for agent, session_id, facts_sha256 in self.memory.pending_cards():
+                await self._card(client, agent, session_id, facts_sha256)
+            for project, cards in self.memory.project_cards().items():
+                if self.memory.brief(project).lines is None and cards:
+                    await self._brief(client, project, cards)
+        return self.tally
+
+    async def _card(
+        self, client: ChatClient, agent: str, session_id: str, facts_sha256: str
+    ) -> None:
+        handle = turn_handle(agent, session_id)
+        facts = self.memory.facts(agent, session_id) or []
+        if not facts:  # nothing stated, nothing to ask: an empty card, written by code
+            self.tally.cards += self.memory.put_card(agent, session_id, facts_sha256, [], None)
+            return
+        text = await self._ask(client, card_messages(handle, facts), f"{handle}: card")
+        kept = read_card(text, facts) if text is not None else None
+        if kept is None or not kept.readable:
+            self.tally.pending_cards += 1
+            if kept is not None:
+                why = printable(kept.removed[0])
+                self.say(f"{handle}: card pending — the answer was unreadable ({why}); "
+                         "a later sessions extract asks again")  # fmt: skip
+            return
+        model = self.settings.transport.model
+        self.tally.cards += self.memory.put_card(agent, session_id, facts_sha256, kept.lines, model)  # type: ignore[arg-type]
+
+    async def _brief(self, client: ChatClient, project: str, cards: list[Card]) -> None:
+        if not any(card.lines for card in cards):  # cards with no line: an empty brief
+            self.memory.put_brief(project, cards_digest(cards), [], None)
+            self.tally.briefs += 1
+            return
+        text = await self._ask(client, brief_messages(project, cards), f"{project}: brief")
+        kept = read_brief(text, cards) if text is not None else None
+        if kept is None or not kept.readable:
+            self.tally.pending_briefs += 1
+            if kept is not None:
+                self.say(f"{printable(project)}: brief pending — the answer was unreadable; "
+                         "a later sessions extract asks again")  # fmt: skip
+            return
+        model = self.settings.transport.model
+        self.memory.put_brief(project, cards_digest(cards), kept.lines, model)  # type: ignore[arg-type]
+        self.tally.briefs += 1
+
+    async def _ask(
+        self, client: ChatClient, messages: list[dict[str, str]], what: str
+    ) -> str | None:
+        """The answer's text; None (said once) when the endpoint gave none."""
+        if self.down is not None:
+            return None
+        max_tokens = self.settings.ladder.max_output_tokens or None
+        completion = await client.complete(CompletionRequest(messages, max_tokens=max_tokens))
+        if completion.outcome == "answer":  # an empty one stays pending; the endpoint is up
+            return completion.text or None
+        self.down = completion.error or completion.outcome
+        self.say(f"{printable(what)} pending — no answer ({printable(self.down)}); "
+                 "the rest stay pending too, and a later sessions extract writes them")  # fmt: skip
+        return None
