@@ -15,8 +15,9 @@ one:
   thousand files would otherwise make every later word a name.
 
 Mentions keep first-occurrence order, each once, at most `MAX_MENTIONS` per turn and
-`MAX_MENTION_CHARS` each, so a log's worth of paths cannot grow an event without
-bound. The model never sees them as facts; they are positions code can cite.
+`MAX_MENTION_CHARS` each, found in a turn's first `SCAN_CHARS` characters, so a log's
+worth of paths can neither grow an event nor make a 20 MiB import read every byte
+of its tool output for names. The model never sees them as facts; they are positions code can cite.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Iterable
 
 MAX_MENTIONS = 64
 MAX_MENTION_CHARS = 200
+SCAN_CHARS = 32 * 1024
 # Turns whose mentions later turns may name again without marking them.
 CARRYING_KINDS = frozenset({"user_text", "assistant_text", "tool_call"})
 
@@ -53,6 +55,7 @@ _TRAILING = ".-/"
 
 def mentions(text: str, carried: frozenset[str] = frozenset()) -> tuple[str, ...]:
     """The names ``text`` mentions, in first-occurrence order (see the module doc)."""
+    text = text[:SCAN_CHARS]
     found: dict[int, str] = {}  # start -> name: first occurrence decides the order
     for match in _BACKTICKED.finditer(text):
         found.setdefault(match.start(), match.group(1).strip())

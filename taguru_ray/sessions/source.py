@@ -1,15 +1,17 @@
 """The Taguru source file one session becomes (SESSIONS.md §8).
 
-The passage is the session's turns, one block per turn headed by its handle,
-speaker and time, in seq order, so a Taguru citation points at the turn; every
-association carries the paragraph of the passage that holds its quote. Source id
-``session:{agent}:{id}``, ``date`` the first turn's time, tags for the agent and
+The passage is the session's turns — those its profile writes (`parts.py`) — one
+block per turn headed by its handle, speaker and time, in seq order, so a Taguru
+citation points at the turn; every association carries the paragraph of the
+passage that holds its quote. Source id ``session:{agent}:{id}`` (a part's
+``…/part-001``), ``date`` the first turn's time, tags for the agent and
 the project. Written through extract's writer, which re-parses its own bytes as
 import does; a session with drafts that writes no association is an error.
 """
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections.abc import Sequence
 
@@ -17,6 +19,7 @@ from taguru_ray.contract.items import Alias, Association
 from taguru_ray.contract.source_file import Header, Passage, SourceFile, render_source_file
 from taguru_ray.sessions.checks import Draft
 from taguru_ray.sessions.events import Event, Session
+from taguru_ray.sessions.parts import PART_BYTES, PART_LINE_BYTES, passage_events
 from taguru_ray.sessions.prompt import stamp
 from taguru_ray.text.paragraphs import split_paragraphs
 
@@ -25,17 +28,54 @@ def turn_heading(session: Session, event: Event) -> str:
     return f"⟦{session.handle}#{event.seq} {event.speaker_id}{stamp(event.ts_ms)}⟧"
 
 
+def block_text(session: Session, event: Event) -> str:
+    """The turn's block in the passage: its heading, then its text — cut at a line
+    boundary, and marked so, only when one turn alone is over a part's caps."""
+    block = f"{turn_heading(session, event)} {event.text.strip()}"
+    if _fits(block):
+        return block
+    handle = f"{session.handle}#{event.seq}"
+    low, high = 0, len(block)  # the longest prefix that fits, with room for the mark
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _fits(block[:middle], reserve=1024):
+            low = middle
+        else:
+            high = middle - 1
+    kept = block[:low]
+    kept = kept[: kept.rfind("\n")] if "\n" in kept else kept
+    left = len(block.encode("utf-8", "surrogatepass")) - len(kept.encode("utf-8", "surrogatepass"))
+    return f"{kept.rstrip()}\n⟦… {left} bytes cut here — 'sessions show {handle}' has them⟧"
+
+
+def _fits(block: str, reserve: int = 0) -> bool:
+    raw = len(block.encode("utf-8", "surrogatepass"))
+    line = len(json.dumps(block, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    return raw + reserve <= PART_BYTES and line + reserve <= PART_LINE_BYTES
+
+
 def passage_of(session: Session, events: Sequence[Event]) -> tuple[str, dict[int, int]]:
-    """The passage text and, per seq, the passage paragraph its turn begins at."""
+    """The passage text and, per seq, the passage paragraph its turn begins at: the
+    turns the session's profile writes (`parts.py`), in seq order."""
+    text, first, _ = _passage(session, events)
+    return text, first
+
+
+def _passage(
+    session: Session, events: Sequence[Event]
+) -> tuple[str, dict[int, int], dict[int, int]]:
+    """The passage, and per seq the paragraph its turn begins at and its paragraph count."""
     blocks: list[str] = []
     first: dict[int, int] = {}
+    count: dict[int, int] = {}
     paragraphs = 0
-    for event in events:
-        block = f"{turn_heading(session, event)} {event.text.strip()}"
+    for event in passage_events(session, events):
+        block = block_text(session, event)
         first[event.seq] = paragraphs
+        count[event.seq] = len(split_paragraphs(block))
         blocks.append(block)
-        paragraphs += len(split_paragraphs(block))
-    return "\n\n".join(blocks), first
+        paragraphs += count[event.seq]
+    return "\n\n".join(blocks), first, count
 
 
 def tags_of(session: Session) -> tuple[str, ...]:
@@ -52,12 +92,14 @@ def render(
     drafts: Sequence[Draft],
     aliases: Sequence[Alias] = (),
 ) -> bytes:
-    text, first = passage_of(session, events)
+    text, first, count = _passage(session, events)
     date = session.started_ms // 1000 if session.started_ms is not None else None
+    # A turn cut to fit a part keeps its head: a quote past the cut cites its last paragraph.
     associations = [
-        Association(d.fact.subject, d.fact.predicate, d.fact.value, 1.0, first[d.seq] + d.paragraph)
+        Association(d.fact.subject, d.fact.predicate, d.fact.value, 1.0,
+                    first[d.seq] + min(d.paragraph, count[d.seq] - 1))
         for d in drafts
-    ]
+    ]  # fmt: skip
     source = SourceFile(
         Header(session.source, context_id),
         Passage(text, date, tags_of(session)),
