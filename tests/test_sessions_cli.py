@@ -118,9 +118,11 @@ def test_list_json(capsys: pytest.CaptureFixture[str], store: Path) -> None:
     assert json.loads(out[0]) == {
         "sessions": [
             {"agent": "claude-code", "session_id": "3f2a", "handle": "cc:3f2a",
-             "started_ms": T0, "turns": 4, "file": "/s/3f2a.jsonl", "facts": None},
+             "started_ms": T0, "turns": 4, "file": "/s/3f2a.jsonl", "facts": None,
+             "ledger": None},
             {"agent": "codex", "session_id": "019a", "handle": "cx:019a",
-             "started_ms": T0, "turns": 2, "file": "/s/019a.jsonl", "facts": 3},
+             "started_ms": T0, "turns": 2, "file": "/s/019a.jsonl", "facts": 3,
+             "ledger": None},
         ]
     }  # fmt: skip
 

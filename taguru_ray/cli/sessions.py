@@ -39,6 +39,7 @@ from taguru_ray.cli import sessions_use
 from taguru_ray.cli.args import OneLineParser, location
 from taguru_ray.contract.settings.values import passphrase
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError, UsageError
+from taguru_ray.sessions import ledger
 from taguru_ray.sessions.events import AGENTS
 from taguru_ray.sessions.index import SessionStore
 from taguru_ray.sessions.index_query import query_words, split_words
@@ -274,15 +275,21 @@ def _session_files(path: str) -> tuple[list[tuple[str, fsspec.AbstractFileSystem
 def _list(args: argparse.Namespace) -> int:
     with SessionStore(args.store) as store:
         rows = store.sessions()
+    # The ledger beside the store (P16): what extraction did to each session, if anything.
+    ledgers = [ledger.read(args.store, row.agent, row.session_id) for row in rows]
+    summaries = [ledger.summary(records) if records else None for records in ledgers]
     if args.json:
-        print(json.dumps({"sessions": [asdict(row) for row in rows]}, ensure_ascii=False))
+        listed = [asdict(row) | {"ledger": summary and asdict(summary)}
+                  for row, summary in zip(rows, summaries, strict=True)]  # fmt: skip
+        print(json.dumps({"sessions": listed}, ensure_ascii=False))
         return EXIT_OK
     if not rows:
         print(f"{PREFIX}the store holds no session yet", file=sys.stderr)
-    for row in rows:
+    for row, summary in zip(rows, summaries, strict=True):
         facts = "-" if row.facts is None else str(row.facts)
+        done = "" if summary is None else f"  {printable(str(summary))}"
         print(f"{row.handle}  {_when(row.started_ms)}  {_turns(row.turns)}  facts {facts}"
-              f"  {row.file}")  # fmt: skip
+              f"{done}  {printable(row.file)}")  # fmt: skip
     return EXIT_OK
 
 

@@ -13,8 +13,11 @@
   A single turn larger than a part (a ``cat`` of a log under ``full``) is written cut
   at a line boundary, marked with how much was left out and the handle that shows it
   whole — the store keeps every byte.
-- **Candidates.** `OPTIONAL_KINDS` may be offered to the model beyond user and
-  assistant text (``--candidates tool_result,thinking``); the passage then holds them.
+- **Candidates.** `batches.OPTIONAL_KINDS` (tool calls, tool results, thinking) may be
+  offered to the model beyond user and assistant text (``--candidates
+  tool_result,thinking``: a session whose decisions live in command output); the
+  passage then holds them, so every fact's turn is written. Compaction summaries never
+  are: they restate earlier turns, whose facts would count twice.
 
 `plan` turns one stored session into the sessions extraction stages, one per part.
 """
@@ -26,13 +29,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from taguru_ray.contract.items import MAX_LINE_BYTES, MAX_PASSAGE_BYTES
+from taguru_ray.sessions.batches import DEFAULT_KINDS, OPTIONAL_KINDS
 from taguru_ray.sessions.events import Event, Session
 
 PROFILES: tuple[str, ...] = ("dialogue", "full")
-DIALOGUE_KINDS = frozenset({"user_text", "assistant_text"})
-# Kinds a user may offer the model beyond DIALOGUE_KINDS; compaction never (a summary
-# restates earlier turns, and its facts would count twice).
-OPTIONAL_KINDS: tuple[str, ...] = ("tool_call", "tool_result", "thinking")
+# What people and agents said: the model's default candidates (`batches.DEFAULT_KINDS`).
+DIALOGUE_KINDS = DEFAULT_KINDS
 # Room left under each cap for the passage line's keys, date and tags.
 _MARGIN = 64 * 1024
 PART_BYTES = MAX_PASSAGE_BYTES - _MARGIN
@@ -57,7 +59,7 @@ def parse_kinds(text: str) -> tuple[str, ...]:
     wrong = [kind for kind in kinds if kind not in OPTIONAL_KINDS]
     if wrong or not kinds:
         raise ValueError(
-            f"--candidates {text!r}: give one or more of {', '.join(OPTIONAL_KINDS)}, "
+            f"--candidates {text!r}: give one or more of {', '.join(sorted(OPTIONAL_KINDS))}, "
             "comma-separated (user and assistant text are always candidates)"
         )
     return kinds
@@ -101,3 +103,20 @@ def block_bytes(session: Session, event: Event) -> tuple[int, int]:
     raw = len(block.encode("utf-8", "surrogatepass"))
     encoded = len(json.dumps(block, ensure_ascii=False).encode("utf-8", "surrogatepass")) - 2
     return raw, encoded
+
+
+def writing_flags(passage: Sequence[str], candidates: Sequence[str]) -> tuple[str, tuple[str, ...]]:
+    """``--passage P`` and ``--candidates K,…`` as given to ``sessions extract`` (each at
+    most once) as `plan`'s ``passage`` and ``kinds``; UsageError naming the fix."""
+    from taguru_ray.errors import UsageError
+
+    if len(passage) > 1 or len(candidates) > 1:
+        raise UsageError("give --passage and --candidates at most once each")
+    profile = passage[0] if passage else "dialogue"
+    if profile not in PROFILES:
+        raise UsageError(f"--passage {profile!r}: give one of {', '.join(PROFILES)}")
+    try:
+        kinds = parse_kinds(candidates[0]) if candidates else ()
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return profile, kinds

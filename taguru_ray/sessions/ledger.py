@@ -1,0 +1,169 @@
+"""P16 ledger: per session, what extraction did to it, append-only (SESSIONS.md §4).
+
+``{store}/.ledger/{agent}/{id}.jsonl`` beside the session store, one JSON record a
+line, never rewritten — so ``sessions list`` can say, with no model and no out
+folder at hand, which stages a session went through and how its last run ended.
+A record is §4's shape: ``{stage, batch, seq_first, seq_last, input_sha256,
+prompt_sha256, model, state, rows, attempt}`` plus ``source`` (a part's own) and
+``at`` (epoch ms), absent fields null. ``stage`` is a model stage's name, or
+``"session"`` for the record that closes a run (``state`` written, failed or
+not written; ``rows`` the association lines written).
+
+The session id is percent-encoded into one file name, so an id holding ``/`` or
+``..`` (a subagent's ``…/agent-x``) stays inside its agent's folder. A line that
+does not read as a JSON object (a write cut short) is skipped when read, never
+fatal: the ledger informs, the manifest and checkpoints decide.
+
+`append` writes one record; `close_run` writes what a finished ``sessions extract``
+left in its out folder for each session (one call); `read` and `summary` are what
+``list`` shows.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+FOLDER = ".ledger"
+FIELDS = (
+    "stage", "batch", "seq_first", "seq_last", "input_sha256", "prompt_sha256", "model",
+    "state", "rows", "attempt",
+)  # fmt: skip
+SESSION_STAGE = "session"
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What ``sessions list`` shows of a session's ledger."""
+
+    stages: tuple[str, ...]  # stages with a done record, in first-done order
+    batches: int  # batch records done
+    outcome: str | None  # the last run's state, None before any run closed
+    rows: int | None  # the rows the last closed run wrote
+
+    def __str__(self) -> str:
+        if self.outcome is None and not self.stages:
+            return "not extracted"
+        rows = "" if self.rows is None else f" {self.rows} rows"
+        stages = f", stages {','.join(self.stages)}" if self.stages else ""
+        return f"{self.outcome or 'running'}{rows}{stages}"
+
+
+def path(store: str | Path, agent: str, session_id: str) -> Path:
+    return Path(store) / FOLDER / quote(agent, safe="") / f"{quote(session_id, safe='')}.jsonl"
+
+
+def append(store: str | Path, agent: str, session_id: str, **record: Any) -> None:
+    """One record, its §4 fields in order (absent ones null), then any others."""
+    unknown = [key for key in record if key not in FIELDS and key not in ("source", "at")]
+    line = {key: record.get(key) for key in FIELDS}
+    line["source"] = record.get("source")
+    line["at"] = record.get("at", int(time.time() * 1000))
+    line |= {key: record[key] for key in unknown}
+    file = path(store, agent, session_id)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    data = json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    with open(file, "ab") as handle:  # O_APPEND: concurrent runs interleave whole lines
+        if handle.tell() and not _ends_a_line(file):
+            data = b"\n" + data  # after a write cut short: that line stays apart, skipped
+        handle.write(data)
+
+
+def _ends_a_line(file: Path) -> bool:
+    with open(file, "rb") as handle:
+        handle.seek(-1, 2)
+        return handle.read(1) == b"\n"
+
+
+def read(store: str | Path, agent: str, session_id: str) -> list[dict[str, Any]]:
+    """The session's records in written order; [] when it has no ledger."""
+    try:
+        data = path(store, agent, session_id).read_bytes()
+    except FileNotFoundError:
+        return []
+    records = []
+    for raw in data.splitlines():
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def summary(records: Sequence[dict[str, Any]]) -> Summary:
+    stages: dict[str, None] = {}
+    batches = 0
+    outcome: str | None = None
+    rows: int | None = None
+    for record in records:
+        stage = record.get("stage")
+        if stage == SESSION_STAGE:
+            outcome, rows = record.get("state"), record.get("rows")
+        elif isinstance(stage, str) and record.get("state") == "done":
+            stages.setdefault(stage)
+            counted = record.get("batches")  # a run's stage total, or one batch's record
+            batches += counted if isinstance(counted, int) else int(record.get("batch") is not None)
+    return Summary(tuple(stages), batches, outcome, rows)
+
+
+def close_run(
+    store: str | Path, out: str, sessions: Sequence[Any], model: str | None = None
+) -> None:
+    """After a ``sessions extract`` run: per session (or part) written under ``out``,
+    one done record per stage its trace reports (with its batch count) and a
+    ``session`` record with the rows its source file holds; per session not written,
+    a ``session`` record ``not written``. `sessions` are `Session`s as staged."""
+    for session in sessions:
+        found = _written(out, session.source)
+        seqs = [event.seq for event in session.events]
+        span = {"seq_first": seqs[0] if seqs else None, "seq_last": seqs[-1] if seqs else None}
+        name = (session.agent, session.session_id)
+        for stage in found.stages:
+            append(store, *name, source=session.source, stage=stage["stage"],
+                   batches=stage.get("batches"), state="done", model=model,
+                   rows=stage.get("kept"), **span)  # fmt: skip
+        state = "not written" if found.rows is None else "written"
+        append(store, *name, source=session.source, stage=SESSION_STAGE, state=state,
+               rows=found.rows, model=model, **span)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Written:
+    rows: int | None  # association lines in the source file; None: no file
+    stages: list[dict[str, Any]]  # the trace's per-stage metrics lines
+
+
+def _written(out: str, source: str) -> _Written:
+    """What ``out`` holds for one source: its rows and its trace's stage lines."""
+    import fsspec
+
+    from taguru_ray.contract.names import TRACE, join, output_name
+    from taguru_ray.contract.source_file import parse_source_file
+
+    name = output_name(source)
+    try:
+        with fsspec.open(join(out, name), "rb") as handle:
+            rows = len(parse_source_file(handle.read(), name=name, strict=False).associations)
+    except (OSError, ValueError):
+        return _Written(None, [])
+    stages: list[dict[str, Any]] = []
+    try:
+        with fsspec.open(join(out, f"{TRACE}/{name}"), "rb") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        lines = []
+    for raw in lines:
+        try:
+            line = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(line, dict) and line.get("type") == "stage" and line.get("stage"):
+            stages.append(line)
+    return _Written(rows, stages)
