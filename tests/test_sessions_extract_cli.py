@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -119,10 +120,10 @@ def test_scripted_bad_answers_are_removed_and_review_only_flags(cli: Cli, tmp_pa
                     "value": "build-release.sh"}]},
         {"seq": 9, "quote": "x", "facts": [{"subject": "a", "predicate": "b", "value": "c"}]},
     ]  # fmt: skip
-    cli.simulator.set_script([{"match": "[seq 0] user: Please move", "times": 1,
+    cli.simulator.set_script([{"match": "stage: fact\n\n[seq 0] user: Please move", "times": 1,
                                "answer": json.dumps(bad)}])  # fmt: skip
     out = tmp_path / "out"
-    done = extract(cli, store, out)
+    done = extract(cli, store, out, "--stages", "fact,review")
     assert done.returncode == 0, done.stderr
     assert_imports_whole(str(out))
     source = SessionStore(store).sessions()[0]
@@ -169,8 +170,11 @@ def test_a_killed_run_resumes_and_asks_only_what_was_not_checkpointed(
     source = f"session:openai-chat:{SessionStore(store).sessions()[0].session_id}"
 
     clean = tmp_path / "clean"
+    # A store of its own: the clean run writes the session's memory card into its store,
+    # and the killed run's rerun must ask for that card too, as the clean run did.
+    shutil.copytree(store, tmp_path / "clean-store")
     slow_simulator.reset()
-    assert extract(runner, store, clean).returncode == 0
+    assert extract(runner, tmp_path / "clean-store", clean).returncode == 0
     asked = slow_simulator.stats()["requests"]
 
     out = tmp_path / "out"
