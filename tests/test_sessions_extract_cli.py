@@ -120,10 +120,10 @@ def test_scripted_bad_answers_are_removed_and_review_only_flags(cli: Cli, tmp_pa
                     "value": "build-release.sh"}]},
         {"seq": 9, "quote": "x", "facts": [{"subject": "a", "predicate": "b", "value": "c"}]},
     ]  # fmt: skip
-    cli.simulator.set_script([{"match": "[seq 0] user: Please move", "times": 1,
+    cli.simulator.set_script([{"match": "stage: fact\n\n[seq 0] user: Please move", "times": 1,
                                "answer": json.dumps(bad)}])  # fmt: skip
     out = tmp_path / "out"
-    done = extract(cli, store, out)
+    done = extract(cli, store, out, "--stages", "fact,review")
     assert done.returncode == 0, done.stderr
     assert_imports_whole(str(out))
     source = SessionStore(store).sessions()[0]

@@ -3,7 +3,8 @@
 Every session of the store (or those named by ``--agent`` / ``--session``) becomes
 one segment of an extract run on Ray: the engine, the gateway, the attempts log,
 checkpoints, the lock and Ctrl+C are extract's; the program per session is
-`sessions/program.py` (batches of turns, the v4 contract, code checks, review).
+`sessions/program.py` (batches of turns, the model stages, the v4 contract, code
+checks, review).
 Extract's model, transport, scale and records flags apply; the flags that shape
 extract's own prompt or passage (``--questions``, ``--chunk-context``, ``--tag``,
 ``--source-id``, …) do not, and are refused rather than ignored. After the run,
@@ -13,8 +14,16 @@ Exit codes are extract's: 0, 1 a session failed (a rerun resumes at its break),
 
 Its own flags: ``--store DIR`` the session store (give it once); ``--agent A`` only
 that agent's sessions (claude-code, codex, openai-chat; repeatable); ``--session H``
-only that session, by handle or id (repeatable). Every other flag is extract's:
-``taguru-ray extract --help`` lists them.
+only that session, by handle or id (repeatable); ``--stages LIST`` the model stages
+to run, by name or L-number, comma-separated (``naming,fact,review``, ``L1,L6,L11``,
+``all``). Every other flag is extract's: ``taguru-ray extract --help`` lists them.
+
+The stages, one judgement each (L11 review runs last, over every row stage's drafts):
+L1 naming · L2 alias · L3 reference · L4 disambiguation · L5 tone_role · L6 fact ·
+L7 event · L8 relation · L9 state · L10 time · L11 review · L12 causality. The default
+is the main line: naming, alias, fact, event, relation, state, time, causality, review.
+Writing zero rows is an error: a session whose stated facts the checks all removed
+writes nothing and fails (a session whose turns hold no fact writes its passage).
 """
 
 from __future__ import annotations
@@ -33,6 +42,8 @@ from taguru_ray.errors import (
 )
 
 PREFIX = "taguru-ray: sessions extract: "
+# The flags sessions extract reads itself, declared once; every other one is extract's.
+OWN = ("--store", "--agent", "--session", "--stages", "--passage", "--candidates")
 # Extract's flags a session run uses; every other one would shape what sessions do not have.
 APPLIES = frozenset(
     {
@@ -63,8 +74,8 @@ APPLIES = frozenset(
 
 
 def split(argv: Sequence[str]) -> tuple[dict[str, list[str]], list[str]]:
-    """The sessions flags (--store, --agent, --session) apart from extract's."""
-    own: dict[str, list[str]] = {"--store": [], "--agent": [], "--session": []}
+    """The sessions flags (`OWN`) apart from extract's."""
+    own: dict[str, list[str]] = {flag: [] for flag in OWN}
     rest: list[str] = []
     items = list(argv)
     while items:
@@ -89,7 +100,11 @@ def main(argv: Sequence[str]) -> int:
         own, rest = split(argv)
         if len(own["--store"]) != 1:
             raise UsageError("give the session store once: --store DIR")
-        return _run(own["--store"][0], own["--agent"], own["--session"], rest)
+        stages = _stages(own["--stages"])
+        from taguru_ray.sessions.parts import writing_flags
+
+        writing = writing_flags(own["--passage"], own["--candidates"])
+        return _run(own["--store"][0], own["--agent"], own["--session"], stages, rest, writing)
     except TaguruRayError as error:
         print(f"{PREFIX}{error}", file=sys.stderr)
         return error.exit_code
@@ -101,9 +116,27 @@ def main(argv: Sequence[str]) -> int:
         return EXIT_INTERRUPTED
 
 
-def _run(store_dir: str, agents: list[str], handles: list[str], rest: list[str]) -> int:
+def _stages(given: list[str]) -> tuple[str, ...]:
+    """--stages, given at most once (default: the main line)."""
+    from taguru_ray.sessions.stages import MAIN_LINE, parse_stages
+
+    if len(given) > 1:
+        raise UsageError("give --stages once, comma-separated: --stages naming,fact,review")
+    return parse_stages(given[0]) if given else MAIN_LINE
+
+
+def _run(
+    store_dir: str,
+    agents: list[str],
+    handles: list[str],
+    stages: tuple[str, ...],
+    rest: list[str],
+    writing: tuple[str, tuple[str, ...]] = ("dialogue", ()),
+) -> int:
     from taguru_ray.cli.extract import parse_flags
+    from taguru_ray.sessions import ledger
     from taguru_ray.sessions.index import SessionStore
+    from taguru_ray.sessions.parts import plan
     from taguru_ray.sessions.program import stage
     from taguru_ray.settings import resolve_settings
     from taguru_ray.store.config_file import read_config_file
@@ -127,14 +160,17 @@ def _run(store_dir: str, agents: list[str], handles: list[str], rest: list[str])
             f"--store {store_dir}: no session to extract (sessions import "
             "… first, or check --agent/--session)"
         )
-    sessions = [store.session(row.agent, row.session_id) for row in chosen]
-    staged = {session.source: stage(session) for session in sorted(sessions, key=_name)}
+    # Each as its passage profile writes it: whole, or in parts under the import cap.
+    stored = [store.session(row.agent, row.session_id) for row in chosen]
+    sessions = [part for session in stored for part in plan(session, *writing)]
+    staged = {session.source: stage(session, stages) for session in sorted(sessions, key=_name)}
     if settings.run.dry_run:
-        return _plan(sessions)
+        return _plan(sessions, stages)
     from taguru_ray.engine.driver import Console, extract
 
     code = extract(settings, Console(), staged)
     _count_facts(store, settings.source.out, sessions)
+    ledger.close_run(store_dir, settings.source.out, sessions, settings.transport.model)  # P16
     _remember(store_dir, settings, sessions)
     return code
 
@@ -163,15 +199,18 @@ def _chosen(store: Any, agents: list[str], handles: list[str]) -> list[Any]:
     return rows
 
 
-def _plan(sessions: Sequence[Any]) -> int:
+def _plan(sessions: Sequence[Any], stages: Sequence[str]) -> int:
     from taguru_ray.sessions.batches import candidates, cut
 
+    asked = [name for name in stages if name != "review"]
+    review = " + one review per fact" if "review" in stages else ""
     for session in sessions:
         turns = candidates(session.events)
         batches = cut(turns)
         print(
             f"{session.source}: {len(turns)} turn(s) to read in {len(batches)} batch(es), "
-            f"{len(batches)} ask(s) + one review per fact — dry run, nothing asked"
+            f"at most {len(batches) * len(asked)} ask(s) over {len(asked)} stage(s) "
+            f"({', '.join(asked)}){review} — dry run, nothing asked"
         )
     return 0
 

@@ -13,8 +13,9 @@ batch still invalid fails, and the session stops there (what was done is kept). 
 later stage sees earlier ones only as the names code assembled from their checked
 drafts (`rows.carried_names`). Then review (L11), one ask per row draft: flags
 only, stored beside the unchanged draft. Then the rows (`rows.assemble`) and the
-source file, one per session; a session that would write zero rows writes nothing
-and fails, on a first run and a resumed one alike. P17's per-stage counts go to the
+source file, one per session; a session whose stated facts the checks all removed
+would write zero rows: it writes nothing and fails, on a first run and a resumed one
+alike (`rows.zero_rows`). P17's per-stage counts go to the
 trace and the diagnostics sidecar.
 """
 
@@ -38,7 +39,7 @@ from taguru_ray.pipeline.segment_state import SegmentTask
 from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.sessions import prompt, stage_metrics
 from taguru_ray.sessions.asks import Asks, SessionFailed, drafts_of, sha
-from taguru_ray.sessions.batches import candidates, cut
+from taguru_ray.sessions.batches import DEFAULT_KINDS, candidates, cut
 from taguru_ray.sessions.checks import Draft
 from taguru_ray.sessions.events import Event, Origin, Session, Tool
 from taguru_ray.sessions.provenance import fact_provenance
@@ -96,7 +97,7 @@ def extract_session(task: SegmentTask) -> Program[SegmentOutcome]:
     outcome = SegmentOutcome(job.index, job.source, "failed")
     session = unstage(job.data)
     stages = staged_stages(job.data)
-    turns = candidates(session.events)
+    turns = candidates(session.events, DEFAULT_KINDS | frozenset(session.kinds))  # --candidates
     batches = cut(turns)
     sha256 = sha(job.data)
     fingerprint = checkpoint_fingerprint(settings, task.inputs.digests, sha256)
@@ -144,7 +145,7 @@ def extract_session(task: SegmentTask) -> Program[SegmentOutcome]:
         return outcome
     rows = assemble(drafts, by_seq)
     stated = sum(u.get("stated", 0) for u in done if u.get("stage") in _row_stages(stages))
-    refused = zero_rows(rows, len(turns), stated)
+    refused = zero_rows(rows, stated)
     if refused:
         outcome.notes.append(
             f"{FAILURE_PREFIX}{job.source}: {refused} — writing zero rows is an error, "

@@ -13,9 +13,14 @@ source file's rows:
   associations use, its spelling is not one, and no earlier alias took it. One the
   file cannot hold is a loss (check ``write``), not a silent drop.
 
-A **row** is one association line; a session that would write zero rows is an error
-(the seed's rule), decided by `zero_rows` from the drafts alone, so a resumed run
-decides it exactly as a first run does. Pure.
+Zero rows (the seed: "writing zero rows is an error"). A row is a turn's checked
+answer (SESSIONS.md §4): one object per answerable seq, the empty one included — "no
+fact here" is an answer, and a session whose every answer was that writes its passage
+with no association. A fact the model stated and the checks removed leaves no row, so
+when the row stages stated facts and none survived, the file would carry nothing of
+what the model said: that is the error, and nothing is written. `zero_rows` decides it
+from the checkpointed units alone (drafts, and the count stated), so a resumed run
+decides exactly as a first run does. Pure.
 """
 
 from __future__ import annotations
@@ -93,13 +98,9 @@ def _written(draft: Draft, turn: Event) -> Draft:
     return replace(draft, fact=fact)
 
 
-def zero_rows(rows: Rows, judged: int, stated: int) -> str | None:
-    """Why a session writing no row is refused (None when it writes some): `judged` turns
-    asked about, `stated` facts the row stages' answers stated before the checks."""
-    if rows.associations:
+def zero_rows(rows: Rows, stated: int) -> str | None:
+    """Why the session is refused, or None: `stated` is how many facts the row stages'
+    answers stated before the checks."""
+    if rows.associations or not stated:
         return None
-    if not judged:
-        return "no turn to judge (only tool output, thinking or blank turns)"
-    if stated:
-        return f"the model stated {stated} fact(s) and the checks removed every one"
-    return f"no fact in any of its {judged} turn(s)"
+    return f"the model stated {stated} fact(s) and the checks removed every one"

@@ -211,7 +211,7 @@ def parse_stages(text: str) -> tuple[str, ...]:
         raise UsageError(
             "--stages: pick at least one stage that writes rows ("
             + ", ".join(ROW_STAGES)
-            + ") — writing zero rows is an error"
+            + ") — without one, nothing the model says is written"
         )
     return tuple(name for name in RUN_ORDER if name in wanted)
 
