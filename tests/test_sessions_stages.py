@@ -5,6 +5,7 @@ them, a kill mid-stage resumed with no batch asked twice, and one zero-rows rule
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -281,3 +282,29 @@ def test_p17_counts_per_stage_and_per_session_are_in_the_trace() -> None:
     assert session == stage_metrics.total(list(rows.values()))
     assert session["asked"] == world.asked
     assert RUN_ORDER[-1] == "review"
+
+
+def test_metrics_shows_each_stage_per_session_and_over_the_run(tmp_path: Path) -> None:
+    from taguru_ray.contract.names import TRACE, output_name
+    from taguru_ray.pricing.table import Prices
+    from taguru_ray.store.outdir import OutDir
+    from taguru_ray.tools.metric_tables import tables
+    from taguru_ray.tools.metrics import collect
+
+    world = SimWorld({"stage: relation\n\n": json.dumps([
+        {"seq": 1, "quote": "The Worker talks to Gateway9.",
+         "facts": [{"subject": "Worker", "predicate": "talks to", "value": "Gateway9"}]},
+        {"seq": 0, "quote": "", "facts": []}, {"seq": 2, "quote": "", "facts": []}])})  # fmt: skip
+    assert world.run(extract_session(task())).status == "written"
+    assert world.files is not None
+    name = output_name(SESSION.source)
+    (tmp_path / TRACE).mkdir()
+    (tmp_path / name).write_bytes(world.files[0])
+    (tmp_path / TRACE / name).write_bytes(world.files[1])
+    shown = {t.name: t for t in tables(collect(OutDir(str(tmp_path)), Prices()), priced=False)}
+    rows = {(r["scope"], r["stage"]): r for r in shown["stages"].rows}
+    relation = rows[("segment", "relation")]
+    assert (relation["stated"], relation["kept"], relation["removed"]) == (1, 0, 1)
+    assert relation["removed_by"] == "vocabulary=1" and relation["loss_rate"] == 1.0
+    assert rows[("run", "review")]["flagged"] > 0
+    assert {stage for _, stage in rows} == set(MAIN_LINE)

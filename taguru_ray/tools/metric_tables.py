@@ -19,7 +19,16 @@ from typing import Any
 
 from taguru_ray.contract.names import inspect_command
 from taguru_ray.tools.inspect import Filter, build_report
-from taguru_ray.tools.metrics import ITEMS, MOVES, REASONS, STATES, Fold, MetricsReport, Scope
+from taguru_ray.tools.metrics import (
+    ITEMS,
+    MOVES,
+    REASONS,
+    STAGE_COUNTS,
+    STATES,
+    Fold,
+    MetricsReport,
+    Scope,
+)
 from taguru_ray.tools.records import attempts_log_path
 from taguru_ray.tools.tables import Column, Table
 
@@ -83,9 +92,11 @@ def headline(fold: Fold, priced: bool) -> dict[str, Any]:
 
 def tables(report: MetricsReport, priced: bool) -> list[Table]:
     quality = [s for s in report.scopes if s.kind != "segment" or s.fold.traced]
+    stages = _stages(quality)  # only when the OUTs hold sessions extract's traces
     return [
         _summary(report.scopes, priced),
         _loss(quality),
+        *([stages] if stages.rows else []),
         _table("coverage", "paragraph coverage — paragraphs a kept item cites", quality, _coverage),
         _table("corrections", "correction success — corrective answers adopted", quality, _corr),
         _attempts(report.scopes),
@@ -222,6 +233,30 @@ def _loss(scopes: list[Scope]) -> Table:
             row.update({f"{r}_rate": loss_rate(fold, kind, r) for r in REASONS})
             rows.append(row)
     return Table("loss", "loss — lost ÷ (kept + lost), by item and reason", columns, rows)
+
+
+def _stages(scopes: list[Scope]) -> Table:
+    """`sessions extract`'s model stages (P17): one row per scope and stage it ran."""
+    columns = [*KEYS, Column("stage", "str")]
+    columns += [Column(key, "int") for key in STAGE_COUNTS]
+    columns += [Column("removed", "int"), Column("removed_by", "str"),
+                Column("loss_rate", "float")]  # fmt: skip
+    rows = []
+    for scope in scopes:
+        counts = scope.fold.stage_counts
+        for stage in dict.fromkeys(name for name, _ in counts):
+            row = _row(scope, stage=stage, **{key: counts[(stage, key)] for key in STAGE_COUNTS})
+            by = {k[len("removed:") :]: n for (s, k), n in counts.items()
+                  if s == stage and k.startswith("removed:") and n}  # fmt: skip
+            row["removed"] = sum(by.values())
+            row["removed_by"] = " ".join(f"{k}={n}" for k, n in sorted(by.items()))
+            row["loss_rate"] = ratio(row["stated"] - row["kept"], row["stated"])
+            rows.append(row)
+    title = (
+        "stages — sessions extract's model stages: asks, turns answered, facts stated, kept "
+        "by the checks, removed by check, flagged by review; loss = (stated − kept) ÷ stated"
+    )
+    return Table("stages", title, columns, rows)
 
 
 def _attempts(scopes: list[Scope]) -> Table:

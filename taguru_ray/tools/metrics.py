@@ -120,6 +120,9 @@ class Fold:
     unpriced_models: set[str] = field(default_factory=set)
     unreadable_lines: int = 0
     built_by: set[str] = field(default_factory=set)  # run ids the written trace was built from
+    # `sessions extract`'s P17 counts, (model stage, count) -> n, from the trace's `stage`
+    # lines; a count is asked, answered, stated, kept, flagged or removed:<check>.
+    stage_counts: Counter[tuple[str, str]] = field(default_factory=Counter)
 
     @property
     def attempts(self) -> int:
@@ -201,6 +204,8 @@ def _fold_trace(fold: Fold, trace: Lines) -> set[tuple[str, int]]:
             if item.item == "association":
                 fold.labels[str(item.label)] += 1
                 fold.concepts.update((str(item.subject), str(item.object)))
+        elif record.get("type") == "stage" and isinstance(record.get("stage"), str):
+            _fold_stage(fold, record)
         elif loss := LossTrace.view(record):
             fold.lost[(str(loss.item), str(loss.reason))] += 1
         elif paragraph := ParagraphTrace.view(record):
@@ -214,6 +219,19 @@ def _fold_trace(fold: Fold, trace: Lines) -> set[tuple[str, int]]:
             adopted.add(key)
             fold.built_by.add(key[0])
     return adopted
+
+
+STAGE_COUNTS = ("batches", "asked", "answered", "stated", "kept", "flagged")
+
+
+def _fold_stage(fold: Fold, record: Mapping[str, Any]) -> None:
+    """One session's counts for one model stage (a `sessions extract` trace's P17 line)."""
+    stage = str(record["stage"])
+    for key in STAGE_COUNTS:
+        fold.stage_counts[(stage, key)] += _count(record.get(key))
+    removed = record.get("removed")
+    for check, n in removed.items() if isinstance(removed, dict) else ():
+        fold.stage_counts[(stage, f"removed:{check}")] += _count(n)
 
 
 def _fold_attempts(
