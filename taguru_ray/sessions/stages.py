@@ -8,7 +8,7 @@ answer (`checks.py`, SESSIONS.md §6) before a later stage sees anything of it, 
 later stages see it only as names code assembled (`rows.carried_names`), never the
 model's text. Which stages write rows to the source file is declared here too.
 
-The default main line (ADR 0052): naming, alias, fact, event, relation, state, time,
+The default main line (ADR 0053): naming, alias, fact, event, relation, state, time,
 causality, then review — the stages whose output is written or feeds what is
 written. Reference, disambiguation and tone/role are judgements kept in the trace
 and run on request (``--stages``). Review runs last whatever its number: it reviews
