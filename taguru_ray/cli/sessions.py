@@ -5,13 +5,18 @@ converters `taguru_ray.sessions.convert`. Every verb takes ``--store DIR`` (a lo
 folder: one SQLite file). Output lines about a turn start with its handle
 (``cc:<session_id>#<seq>``), so any line can be fed back to ``sessions show``.
 
-- ``import PATH… [--format F] [--mask] [--redact-rules FILE]``: files, or folders
+- ``import PATH… [--format F] [--mask] [--redact-rules FILE] [--id ID] [--started-at
+  TIME]``: files, or folders
   walked for ``*.jsonl`` and ``*.json`` (recursively, in name order, hidden names
   skipped), on any fsspec URL. stdout: one line per file stored (added, replaced or
   unchanged — a file imported before with the same flags and rules is not even
   converted again); stderr: one line per file refused or unreadable, and per folder
-  that could not be listed (its files unknown: the walk is `store/walk.py`'s). Exit 0
-  all stored, 1 any refused or unreadable, 2 usage.
+  that could not be listed (its files unknown: the walk is `store/walk.py`'s). A file a
+  folder walk finds that holds no session — a subagent's ``*.meta.json``, a settings
+  file, a file of snapshots only — is skipped with one note on stderr and is no
+  failure; named on its own, it is refused. ``--id ID --started-at TIME`` name one
+  OpenAI chat log, which records neither. Exit 0 all stored or skipped, 1 any refused
+  or unreadable, 2 usage.
 - ``list [--json]``, ``search QUERY [--limit N] [--agent A] [--json]``, ``show HANDLE
   [--context N] [--json]``: exit 0 (a search with no hit too), 1 no store or no such
   handle, 2 usage. ``show`` of a session with a memory card prints the card first.
@@ -31,6 +36,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
+from typing import Any
 
 import fsspec
 
@@ -52,6 +58,10 @@ from taguru_ray.text.terminal import printable
 
 PREFIX = "taguru-ray: sessions: "
 SESSION_SUFFIXES = (".jsonl", ".json")
+# Files of an agent's folder that are known not to be sessions: skipped by name, with a note
+# (Claude Code writes subagents/agent-<id>.meta.json beside each subagent's JSONL).
+SKIPPED_SUFFIXES = (".meta.json",)
+ONE_LOG = "--id and --started-at name one OpenAI chat log: give one file, not a folder or several"
 
 USAGE = """\
 usage: taguru-ray sessions <import|list|search|show|recall|replay|expand|brief|extract> \
@@ -122,7 +132,40 @@ def _import_parser() -> OneLineParser:
     parser.add_argument("--mask", action="store_true", help=mask)
     rules = "more secret rules, one name<TAB>regex a line (extract's --redact-rules)"
     parser.add_argument("--redact-rules", metavar="FILE", type=location, help=rules)
+    # An OpenAI chat log records neither: one file at a time, the caller says them.
+    parser.add_argument(
+        "--id",
+        metavar="ID",
+        type=_session_id,
+        help="an OpenAI chat log's session id (one file; default: its sha256)",
+    )
+    parser.add_argument(
+        "--started-at",
+        metavar="TIME",
+        type=_started_at,
+        help="when an OpenAI chat log began, ISO 8601 (one file; its turns' "
+        "time, marked not exact, and its source file's date)",
+    )
     return parser
+
+
+def _session_id(text: str) -> str:
+    if not text or len(text.encode()) > 256 or not text.isprintable() or text.strip() != text:
+        raise argparse.ArgumentTypeError(
+            "give a session id of 1 to 256 bytes, no spaces at its ends, no control character"
+        )
+    return text
+
+
+def _started_at(text: str) -> int:
+    from taguru_ray.sessions.convert.draft import epoch_ms
+
+    moment = epoch_ms(text)
+    if moment is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 time — e.g. 2026-05-05T10:32:00Z"
+        )
+    return moment
 
 
 def _list_parser() -> OneLineParser:
@@ -161,11 +204,17 @@ def _import(args: argparse.Namespace) -> int:
         except (OSError, RulesError) as error:
             print(f"{PREFIX}{error}", file=sys.stderr)
             return EXIT_USAGE
+    one_log = args.id is not None or args.started_at is not None
+    if one_log and len(args.paths) != 1:
+        print(f"{PREFIX}{ONE_LOG}", file=sys.stderr)
+        return EXIT_USAGE
     files: list[tuple[str, fsspec.AbstractFileSystem, str]] = []
+    walked: set[str] = set()  # files a folder walk found, not named: not-a-session skips
     unlisted = 0
     for path in args.paths:
         try:
             found, skipped = _session_files(path)
+            walked.update(name for name, _, _ in found if name != path)
         except FileNotFoundError:
             print(f"{PREFIX}{printable(path)}: no such file or folder", file=sys.stderr)
             return EXIT_USAGE
@@ -179,9 +228,17 @@ def _import(args: argparse.Namespace) -> int:
         if not found and not skipped:
             print(f"{PREFIX}{printable(path)}: no session file (*.jsonl, *.json) in it",
                   file=sys.stderr)  # fmt: skip
-        files.extend(found)
+        for name, _, _ in found:
+            if name != path and name.endswith(SKIPPED_SUFFIXES):
+                print(f"{PREFIX}{printable(name)}: skipped — a subagent's metadata "
+                      "(*.meta.json), not a session", file=sys.stderr)  # fmt: skip
+        files.extend(f for f in found if f[0] == path or not f[0].endswith(SKIPPED_SUFFIXES))
+    if one_log and [name for name, _, _ in files] != args.paths:  # a folder
+        print(f"{PREFIX}{ONE_LOG}", file=sys.stderr)
+        return EXIT_USAGE
     key = _mask_key() if args.mask else b""
     importer = _Importer(args.format, args.mask, rules, rules_sha256, key)
+    importer.session_id, importer.started_ms, importer.walked = args.id, args.started_at, walked
     with SessionStore(args.store, create=True) as store:
         stored = [importer.one(store, name, fs, path) for name, fs, path in files]
     return EXIT_OK if files and all(stored) and not unlisted else EXIT_FAILED
@@ -199,16 +256,24 @@ class _Importer:
         rules_sha256: str | None,
         key: bytes = b"",
     ) -> None:
+        self.format, self.mask, self.rules, self.key = format, mask, rules, key
+        self.rules_sha256 = rules_sha256
+        self.session_id: str | None = None  # --id, --started-at: one OpenAI chat log's
+        self.started_ms: int | None = None
+        self.walked: set[str] = set()  # names a folder walk found (see `one`)
+
+    @property
+    def settings(self) -> str:
+        """Everything besides the bytes that decides what a conversion makes."""
         from taguru_ray.sessions.convert import ALLOWLISTS
 
-        self.format, self.mask, self.rules, self.key = format, mask, rules, key
-        # Everything besides the bytes that decides what a conversion makes.
-        self.settings = json.dumps([format, mask, rules_sha256, __version__,
-                                    sorted(a.tag for a in ALLOWLISTS.values())])  # fmt: skip
+        return json.dumps([self.format, self.mask, self.rules_sha256, __version__,
+                           sorted(a.tag for a in ALLOWLISTS.values()),
+                           self.session_id, self.started_ms])  # fmt: skip
 
     def one(self, store: SessionStore, name: str, fs: fsspec.AbstractFileSystem, path: str) -> bool:
         """Import one file; False when it was unreadable or refused (said on stderr)."""
-        from taguru_ray.sessions.convert import SessionRefused, convert
+        from taguru_ray.sessions.convert import NotASession, SessionRefused, convert
 
         if not _utf8(name):  # the index keeps the name as text; undecodable bytes cannot be
             print(f"{printable(name)}: the name is not UTF-8 — rename it", file=sys.stderr)
@@ -224,10 +289,22 @@ class _Importer:
         if seen is not None:
             print(f"{printable(name)}: unchanged {seen.handle} ({_turns(seen.turns)})")
             return True
+        named: dict[str, Any] = {}  # only when given: one OpenAI chat log's own
+        if self.session_id is not None:
+            named["session_id"] = self.session_id
+        if self.started_ms is not None:
+            named["started_ms"] = self.started_ms
         try:
-            session = convert(
-                data, file=name, format=self.format, mask=self.mask, rules=self.rules, key=self.key
-            )
+            session = convert(data, file=name, format=self.format, mask=self.mask,
+                              rules=self.rules, key=self.key, **named)  # fmt: skip
+        except NotASession as refusal:
+            if name not in self.walked:  # named on the command line: the user meant it
+                print(printable(str(refusal)), file=sys.stderr)
+                return False
+            # An agent's folder holds files that are no session by design: said, skipped.
+            why = str(refusal).removeprefix(f"{name}: ")
+            print(f"{PREFIX}{printable(name)}: skipped — {printable(why)}", file=sys.stderr)
+            return True
         except SessionRefused as refusal:
             print(printable(str(refusal)), file=sys.stderr)  # names places, never content
             return False

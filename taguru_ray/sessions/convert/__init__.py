@@ -16,8 +16,11 @@ The contract every caller codes against:
   session with its line and JSON path. A session of 0 events is refused.
   ``session_id`` names an OpenAI chat log (``--id``); without it, and for the formats
   that carry their own id, it is unused (an OpenAI chat log then takes the first 16
-  hex of its sha256).
-- `SessionRefused` — the one-line reason, naming the file:
+  hex of its sha256). ``started_ms`` is an OpenAI chat log's start (``--started-at``),
+  which it does not record: the session's start (its source file's ``date``) and every
+  turn's ``ts_ms``, with ``ts_exact`` false; the other formats keep their own times.
+- `SessionRefused` — the one-line reason, naming the file (`NotASession` when the file
+  holds no session at all: no agent's format, or no turn — a folder walk skips those):
   ``FILE: line 57: $.message.content[2].citations: unknown field (claude-code allow-list v1)``.
   JSON nested deeper than Python's reader follows is refused so too, never a RecursionError.
   A ``format`` outside `FORMATS` is the caller's error, a `ValueError`, not a refusal.
@@ -32,17 +35,18 @@ from __future__ import annotations
 import hashlib
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from taguru_ray.sessions.convert import claude_code, codex, openai_chat, secrets
 from taguru_ray.sessions.convert.allowlist import ALLOWLISTS
 from taguru_ray.sessions.convert.detect import detect, detect_text
 from taguru_ray.sessions.convert.draft import Draft, finish
 from taguru_ray.sessions.convert.records import Record, is_array, read, split_lines
-from taguru_ray.sessions.convert.refusal import Refused, SessionRefused
+from taguru_ray.sessions.convert.refusal import NotASession, Refused, SessionRefused
 from taguru_ray.sessions.events import AGENTS, Session
 from taguru_ray.text.redact import Rule
 
-__all__ = ["ALLOWLISTS", "FORMATS", "SessionRefused", "convert", "detect"]
+__all__ = ["ALLOWLISTS", "FORMATS", "NotASession", "SessionRefused", "convert", "detect"]
 
 FORMATS: tuple[str, ...] = AGENTS
 _CONVERTERS: dict[str, Callable[[Sequence[Record]], Draft]] = {
@@ -61,12 +65,13 @@ def convert(
     rules: Sequence[Rule] | None = None,
     session_id: str | None = None,
     key: bytes = b"",
+    started_ms: int | None = None,
 ) -> Session:
     """One session file's bytes as a `Session`, or `SessionRefused` naming ``file``."""
     if format is not None and format not in _CONVERTERS:
         raise ValueError(f"format is one of {', '.join(FORMATS)}, got {format!r}")
     try:
-        return _convert(data, file, format, mask, rules, session_id, key)
+        return _convert(data, file, format, mask, rules, session_id, key, started_ms)
     except Refused as refused:
         failure = refused.for_file(file)
     except RecursionError:  # the JSON reader (and every walk after it) recurses per level
@@ -86,6 +91,7 @@ def _convert(
     rules: Sequence[Rule] | None,
     session_id: str | None,
     key: bytes = b"",
+    started_ms: int | None = None,
 ) -> Session:
     digest = hashlib.sha256(data).hexdigest()
     text = _decoded(data)
@@ -102,16 +108,20 @@ def _convert(
     agent = format or detect_text(text)
     if agent is None:
         raise Refused(
-            f"not a session this reads ({', '.join(FORMATS)}) — pass --format to force one"
+            f"not a session this reads ({', '.join(FORMATS)}) — pass --format to force one",
+            empty=True,
         )
     if agent != openai_chat.AGENT and is_array(text):
         raise Refused(f"one JSON array, not {agent} JSON Lines")
     draft = _CONVERTERS[agent](read(text))
     events = finish(draft.events)
     if not events:
-        raise Refused("0 events — a session with no turns is refused")
+        raise Refused("0 events — a session with no turns is refused", empty=True)
     if agent == openai_chat.AGENT:
         draft.session_id = session_id or digest[:16]
+        if started_ms is not None:  # the caller's --started-at: every turn, not exact
+            draft.started_ms = started_ms
+            events = tuple(replace(e, ts_ms=started_ms, ts_exact=False) for e in events)
     if not draft.session_id:
         raise Refused(f"no session id in the file ({ALLOWLISTS[agent].tag})")
     return Session(

@@ -18,13 +18,27 @@ class SessionRefused(Exception):
     """A session file that is not imported, with the one-line reason naming the file."""
 
 
+class NotASession(SessionRefused):
+    """A file that holds no session at all — no agent's format, or no turn (a Claude Code
+    file of summaries or snapshots only) — rather than a session that is wrong. A folder
+    walk skips it with a note: an agent's folder holds such files by design."""
+
+
 class Refused(Exception):
     """A refusal before the file's name is attached: ``line N: $.path: reason``."""
 
-    def __init__(self, reason: str, *, line: int | None = None, path: str | None = None) -> None:
+    def __init__(
+        self,
+        reason: str,
+        *,
+        line: int | None = None,
+        path: str | None = None,
+        empty: bool = False,
+    ) -> None:
         self.reason = reason
         self.line = line
         self.path = path
+        self.empty = empty  # no session here at all: `NotASession`
         super().__init__(self.where() + reason)
 
     def where(self) -> str:
@@ -33,7 +47,7 @@ class Refused(Exception):
         return line + path
 
     def for_file(self, file: str) -> SessionRefused:
-        return SessionRefused(f"{file}: {self}")
+        return (NotASession if self.empty else SessionRefused)(f"{file}: {self}")
 
 
 def child(path: str, key: str | int) -> str:
