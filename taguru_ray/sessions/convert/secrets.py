@@ -28,13 +28,16 @@ refuses the session rather than pass. Placeholders are extract's
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from taguru_ray.sessions.convert.jsontext import StringToken, snap, string_tokens
 from taguru_ray.sessions.convert.layers import Layer, layers
 from taguru_ray.sessions.convert.refusal import Refused
 from taguru_ray.text.redact import (
+    CREDENTIAL_NAMES,
+    CREDENTIAL_SHORT_NAMES,
     Redaction,
     Rule,
     builtin_rules,
@@ -77,8 +80,32 @@ class _Found:
 
 
 def secret_rules(extra: Sequence[Rule] | None = None) -> list[Rule]:
-    """The built-in secrets rules, then a user's rules in file order."""
-    return [*builtin_rules(SECRET_GROUPS), *(extra or ())]
+    """The built-in secrets rules — the credential assignment read as a URL ends it
+    (`url_aware`) — then a user's rules in file order."""
+    builtins = [url_aware(rule) for rule in builtin_rules(SECRET_GROUPS)]
+    return [*builtins, *(extra or ())]
+
+
+# A credential named inside a URL ends where URL syntax ends it: userinfo at ``@``, a
+# query or fragment value at ``&``, ``;`` or ``#``. redact2's assignment reads a bare
+# value on to the next space, so ``https://x-access-token:<token>@github.com/org/repo``
+# lost its host and path, and ``?token=<t>&page=2`` its other parameters — text a
+# reader needs and no secret. These forms are tried first at each place; every other
+# assignment reads as extract's ``--redact`` reads it.
+_NAME = (
+    rf"(?:[a-z0-9_]*(?:{'|'.join(CREDENTIAL_NAMES)})"
+    rf"|(?:[a-z0-9_]*[_-])?(?:{'|'.join(CREDENTIAL_SHORT_NAMES)}))"
+)
+_IN_USERINFO = rf"\b[a-z][a-z0-9+.]*://(?:[^\s/:@?#]*[-_.])?{_NAME}:([^\s/@?#\"'\\]+)@"
+_IN_QUERY = rf"[?&;#]{_NAME}=([^\s&;#\"'<>\\]+)"
+
+
+def url_aware(rule: Rule) -> Rule:
+    """``credential_assignment`` with the URL forms first; any other rule as it is."""
+    if rule.name != "credential_assignment":
+        return rule
+    source = f"{_IN_USERINFO}|{_IN_QUERY}|{rule.pattern.pattern}"
+    return replace(rule, pattern=re.compile(source, rule.pattern.flags))
 
 
 def first_secret(lines: Sequence[str], rules: Sequence[Rule]) -> Hit | None:
