@@ -110,7 +110,7 @@ def check(
             f"{item.path}.facts[{index}]" for index in range(len(item.facts))
         )
         for where, fact in zip(paths, item.facts, strict=True):
-            found = _fact_problem(fact, haystack, allow, spec)
+            found = _fact_check(fact, haystack, allow, spec)
             if found is None and spec.rule is not None:
                 why = spec.rule(fact, item.quote, turn, allow)
                 found = ("stage_rule", why) if why else None
@@ -132,6 +132,14 @@ def check(
 
 
 def _fact_problem(
+    fact: Fact, haystack: Haystack, carried: frozenset[str], spec: StageSpec = BY_NAME["fact"]
+) -> str | None:
+    """Why the checks refuse the fact, or None."""
+    found = _fact_check(fact, haystack, carried, spec)
+    return found[1] if found else None
+
+
+def _fact_check(
     fact: Fact, haystack: Haystack, carried: frozenset[str], spec: StageSpec
 ) -> tuple[str, str] | None:
     """(the check that refuses the fact, why), or None when it passes them all."""
