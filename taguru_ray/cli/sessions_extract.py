@@ -16,7 +16,11 @@ Its own flags: ``--store DIR`` the session store (give it once); ``--agent A`` o
 that agent's sessions (claude-code, codex, openai-chat; repeatable); ``--session H``
 only that session, by handle or id (repeatable); ``--stages LIST`` the model stages
 to run, by name or L-number, comma-separated (``naming,fact,review``, ``L1,L6,L11``,
-``all``). Every other flag is extract's: ``taguru-ray extract --help`` lists them.
+``all``); ``--passage dialogue|full`` what the source file's passage holds (default
+dialogue: user and assistant text; full: every turn; a passage over import's 8 MiB
+cap is written in parts, ``…/part-001``); ``--candidates KINDS`` kinds the model is
+also asked about, comma-separated (tool_call, tool_result, thinking). Every other
+flag is extract's: ``taguru-ray extract --help`` lists them.
 
 The stages, one judgement each (L11 review runs last, over every row stage's drafts):
 L1 naming · L2 alias · L3 reference · L4 disambiguation · L5 tone_role · L6 fact ·
