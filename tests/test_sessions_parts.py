@@ -14,6 +14,7 @@ from taguru_ray.contract.source_file import parse_source_file
 from taguru_ray.sessions.convert import convert
 from taguru_ray.sessions.events import Session
 from taguru_ray.sessions.parts import OPTIONAL_KINDS, parse_kinds, passage_events, plan
+from taguru_ray.sessions.program import stage
 from taguru_ray.sessions.source import passage_of, render
 from tests.big_sessions import big_session
 from tests.support import assert_imports_whole
@@ -68,6 +69,7 @@ def test_a_session_that_fits_is_written_whole_under_its_own_source_id() -> None:
 
 def test_a_big_session_of_tool_output_writes_a_small_dialogue_passage(big: Session) -> None:
     (whole,) = plan(big)
+    assert len(stage(whole)) < 256 * 1024  # extraction stages only what was said
     data = render(whole, CONTEXT, whole.events, [])
     assert len(data) < 64 * 1024  # 22 MiB of session, a few KiB of what was said
     assert "config.txt is missing" in parse_source_file(data).passage.text
@@ -85,6 +87,7 @@ def test_a_full_passage_over_the_cap_is_written_in_parts_that_import_whole(
     out = tmp_path / "out"
     out.mkdir()
     for part in parts:
+        assert len(stage(part)) <= MAX_PASSAGE_BYTES  # extract's segment cap
         data = render(part, CONTEXT, part.events, [])
         parsed = parse_source_file(data, name=part.source)
         assert parsed.header.id == part.source

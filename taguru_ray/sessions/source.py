@@ -11,7 +11,6 @@ import does; a session with drafts that writes no association is an error.
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections.abc import Sequence
 
@@ -19,7 +18,7 @@ from taguru_ray.contract.items import Alias, Association
 from taguru_ray.contract.source_file import Header, Passage, SourceFile, render_source_file
 from taguru_ray.sessions.checks import Draft
 from taguru_ray.sessions.events import Event, Session
-from taguru_ray.sessions.parts import PART_BYTES, PART_LINE_BYTES, passage_events
+from taguru_ray.sessions.parts import passage_events
 from taguru_ray.sessions.prompt import stamp
 from taguru_ray.text.paragraphs import split_paragraphs
 
@@ -29,29 +28,8 @@ def turn_heading(session: Session, event: Event) -> str:
 
 
 def block_text(session: Session, event: Event) -> str:
-    """The turn's block in the passage: its heading, then its text — cut at a line
-    boundary, and marked so, only when one turn alone is over a part's caps."""
-    block = f"{turn_heading(session, event)} {event.text.strip()}"
-    if _fits(block):
-        return block
-    handle = f"{session.handle}#{event.seq}"
-    low, high = 0, len(block)  # the longest prefix that fits, with room for the mark
-    while low < high:
-        middle = (low + high + 1) // 2
-        if _fits(block[:middle], reserve=1024):
-            low = middle
-        else:
-            high = middle - 1
-    kept = block[:low]
-    kept = kept[: kept.rfind("\n")] if "\n" in kept else kept
-    left = len(block.encode("utf-8", "surrogatepass")) - len(kept.encode("utf-8", "surrogatepass"))
-    return f"{kept.rstrip()}\n⟦… {left} bytes cut here — 'sessions show {handle}' has them⟧"
-
-
-def _fits(block: str, reserve: int = 0) -> bool:
-    raw = len(block.encode("utf-8", "surrogatepass"))
-    line = len(json.dumps(block, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-    return raw + reserve <= PART_BYTES and line + reserve <= PART_LINE_BYTES
+    """The turn's block in the passage: its heading, then its text."""
+    return f"{turn_heading(session, event)} {event.text.strip()}"
 
 
 def passage_of(session: Session, events: Sequence[Event]) -> tuple[str, dict[int, int]]:
@@ -94,7 +72,8 @@ def render(
 ) -> bytes:
     text, first, count = _passage(session, events)
     date = session.started_ms // 1000 if session.started_ms is not None else None
-    # A turn cut to fit a part keeps its head: a quote past the cut cites its last paragraph.
+    # A turn cut to fit a part keeps its head (`parts.fitted`): a quote in the store's
+    # whole turn past the cut cites the last paragraph written.
     associations = [
         Association(d.fact.subject, d.fact.predicate, d.fact.value, 1.0,
                     first[d.seq] + min(d.paragraph, count[d.seq] - 1))
