@@ -36,7 +36,8 @@ ARGPARSE = {
 # Verbs that parse their argv by hand: their help is a text the test reads instead.
 HAND_ROLLED = ("benchmark_compare", "benchmark_search", "sessions_extract")
 # Modules that parse no flags of their own: the shared helpers and a sub-verb dispatcher.
-NO_PARSER = ("args", "benchmark", "boundary")  # boundary: the net under every verb
+# boundary: the net under every verb; sessions_use: its parsers are in sessions.PARSERS.
+NO_PARSER = ("args", "benchmark", "boundary", "sessions_use")
 
 
 def cli_modules() -> set[str]:
