@@ -24,7 +24,15 @@ from taguru_ray.contract.source_file import parse_source_file
 from taguru_ray.sessions.checks import collapse
 from taguru_ray.sessions.index import SessionStore
 from taguru_ray.simulate.harness import SimulatorProcess
-from tests.support import CONTEXT, REPO, Cli, assert_imports_whole, checkpoint_units, quiesce
+from tests.support import (
+    CONTEXT,
+    REPO,
+    Cli,
+    assert_imports_whole,
+    checkpoint_units,
+    checkpointed,
+    quiesce,
+)
 
 FIXTURES = REPO / "tests" / "fixtures" / "sessions"
 
@@ -157,6 +165,10 @@ def slow_simulator() -> Iterator[SimulatorProcess]:
 def test_a_killed_run_resumes_and_asks_only_what_was_not_checkpointed(
     ray_address: str, slow_simulator: SimulatorProcess, tmp_path: Path
 ) -> None:
+    """SIGKILL, as a real process, in the middle of the first stage's batches: the rerun
+    asks exactly what was not checkpointed, so over both runs the simulator counts a clean
+    run's asks plus at most the asks in flight at the kill (bounded by --max-inflight),
+    and the file written is the clean run's, byte for byte."""
     runner = Cli(ray_address, slow_simulator)
     chat = tmp_path / "long.json"
     chat.write_text(json.dumps([
@@ -168,32 +180,42 @@ def test_a_killed_run_resumes_and_asks_only_what_was_not_checkpointed(
     store = tmp_path / "store"
     assert cli_import(store, chat) == 0
     source = f"session:openai-chat:{SessionStore(store).sessions()[0].session_id}"
+    inflight = ("--max-inflight", "2")
 
     clean = tmp_path / "clean"
     # A store of its own: the clean run writes the session's memory card into its store,
     # and the killed run's rerun must ask for that card too, as the clean run did.
     shutil.copytree(store, tmp_path / "clean-store")
     slow_simulator.reset()
-    assert extract(runner, tmp_path / "clean-store", clean).returncode == 0
+    assert extract(runner, tmp_path / "clean-store", clean, *inflight).returncode == 0
     asked = slow_simulator.stats()["requests"]
+    first = next(line for line in trace_of(clean, source) if line["type"] == "stage")
+    assert first["batches"] >= 5  # the kill below lands inside this stage
 
     out = tmp_path / "out"
     slow_simulator.reset()
-    proc = extract(runner, store, out, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   start_new_session=True)  # fmt: skip
+    proc = extract(runner, store, out, *inflight, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     deadline = time.monotonic() + 120
-    while units(out, source) < 3 and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
+    while (slow_simulator.stats()["requests"] < 3 and proc.poll() is None
+           and time.monotonic() < deadline):  # fmt: skip
+        time.sleep(0.02)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(30)
-    saved = units(out, source)
-    assert 3 <= saved < asked, "the kill did not land mid-session"
-    quiesce(slow_simulator)
+    quiesce(slow_simulator)  # the asks in flight at the kill have landed
+    killed_asks = slow_simulator.stats()["requests"]
+    saved = checkpointed(out, source)["units"]
+    assert 3 <= killed_asks < asked, "the kill did not land mid-run"
+    in_stage = [key for key in saved if key.startswith(f"{first['stage']}-")]
+    assert 0 < len(in_stage) == len(saved) < first["batches"], "the kill missed the stage"
+    assert killed_asks - len(saved) <= 2  # only what was in flight went unsaved
 
     slow_simulator.reset()
-    rerun = extract(runner, store, out)
+    rerun = extract(runner, store, out, *inflight)
     assert rerun.returncode == 0, rerun.stderr
-    assert slow_simulator.stats()["requests"] == asked - saved
+    again = slow_simulator.stats()["requests"]
+    assert again == asked - len(saved)  # no checkpointed batch is asked again
+    assert asked <= killed_asks + again <= asked + 2
     assert (out / output_name(source)).read_bytes() == (clean / output_name(source)).read_bytes()
 
 
