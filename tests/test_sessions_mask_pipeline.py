@@ -216,6 +216,11 @@ def test_no_part_of_a_masked_secret_reaches_a_store_a_file_a_log_or_a_stream(
     assert main(["sessions", "list", "--store", str(store), "--json"]) == 0
     run("extract", "--store", str(store), "--out", str(out), "--context", CONTEXT,
         "--address", cli.address)  # fmt: skip
+    # Tool calls, their output and thinking in the passage and asked about, too.
+    full = tmp_path / "full"
+    run("extract", "--store", str(store), "--out", str(full), "--context", CONTEXT,
+        "--address", cli.address, "--passage", "full",
+        "--candidates", "tool_call,tool_result,thinking")  # fmt: skip
     listed = json.loads(run("list", "--store", str(store), "--json").stdout)["sessions"]
     handles = [row["handle"] for row in listed]
     assert len(handles) == 3 and all(row["facts"] for row in listed), listed
@@ -237,7 +242,7 @@ def test_no_part_of_a_masked_secret_reaches_a_store_a_file_a_log_or_a_stream(
     stored = files_under(store)
     assert any(path.suffix == ".sqlite3" for path in stored)
     assert any(".ledger" in path.parts for path in stored)
-    out_files = files_under(out)
+    out_files = files_under(out) + files_under(full)
     assert any(".extract-trace" in str(path) for path in out_files)
     assert any(b"redacted" in path.read_bytes() for path in out.glob("*.jsonl"))
     for path in [*stored, *out_files, *ray_logs()]:
