@@ -220,12 +220,14 @@ def _plan(sessions: Sequence[Any], stages: Sequence[str]) -> int:
 
 
 def _count_facts(store: Any, out: str, sessions: Sequence[Any]) -> None:
-    """Each written session's association count into the store (what `list` shows)."""
+    """Each written session's association count into the store (what `list` shows): a
+    session written in parts (`…/part-001`, …) counts every part written, one sum."""
     import fsspec
 
     from taguru_ray.contract.names import output_name
     from taguru_ray.contract.source_file import parse_source_file
 
+    totals: dict[tuple[str, str], int] = {}
     for session in sessions:
         path = out.rstrip("/") + "/" + output_name(session.source)
         try:
@@ -233,4 +235,7 @@ def _count_facts(store: Any, out: str, sessions: Sequence[Any]) -> None:
                 parsed = parse_source_file(handle.read(), name=path, strict=False)
         except (OSError, ValueError):
             continue
-        store.set_facts(session.agent, session.session_id, len(parsed.associations))
+        key = (session.agent, session.session_id)
+        totals[key] = totals.get(key, 0) + len(parsed.associations)
+    for (agent, session_id), facts in totals.items():
+        store.set_facts(agent, session_id, facts)
