@@ -169,7 +169,7 @@ def _run(
     sessions = [part for session in stored for part in plan(session, *writing)]
     staged = {session.source: stage(session, stages) for session in sorted(sessions, key=_name)}
     if settings.run.dry_run:
-        return _plan(sessions, stages)
+        return _plan(staged)
     from taguru_ray.engine.driver import Console, extract
 
     code = extract(settings, Console(), staged)
@@ -203,17 +203,26 @@ def _chosen(store: Any, agents: list[str], handles: list[str]) -> list[Any]:
     return rows
 
 
-def _plan(sessions: Sequence[Any], stages: Sequence[str]) -> int:
-    from taguru_ray.sessions.batches import candidates, cut
+def _plan(staged: dict[str, bytes]) -> int:
+    """What each session's run would ask, read from the bytes the run is given, with the
+    run's own functions: its candidates (``--candidates``), batches and stages."""
+    from taguru_ray.sessions.program import batches_of, settled_by_code, staged_stages, unstage
+    from taguru_ray.sessions.stages import REVIEW, specs
+    from taguru_ray.text.terminal import printable
 
-    asked = [name for name in stages if name != "review"]
-    review = " + one review per fact" if "review" in stages else ""
-    for session in sessions:
-        turns = candidates(session.events)
-        batches = cut(turns)
+    for source, data in staged.items():
+        session, stages = unstage(data), specs(staged_stages(data))
+        turns, batches = batches_of(session)
+        asks = {
+            spec.name: sum(not settled_by_code(spec, batch) for batch in batches)
+            for spec in stages
+            if spec is not REVIEW
+        }
+        asked = [name for name, count in asks.items() if count]
+        review = " + one review per fact" if REVIEW in stages else ""
         print(
-            f"{session.source}: {len(turns)} turn(s) to read in {len(batches)} batch(es), "
-            f"at most {len(batches) * len(asked)} ask(s) over {len(asked)} stage(s) "
+            f"{printable(source)}: {len(turns)} turn(s) to read in {len(batches)} batch(es), "
+            f"at most {sum(asks.values())} ask(s) over {len(asked)} stage(s) "
             f"({', '.join(asked)}){review} — dry run, nothing asked"
         )
     return 0

@@ -39,16 +39,19 @@ from taguru_ray.pipeline.segment_state import SegmentTask
 from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.sessions import prompt, stage_metrics
 from taguru_ray.sessions.asks import Asks, SessionFailed, drafts_of, sha
-from taguru_ray.sessions.batches import DEFAULT_KINDS, candidates, cut
+from taguru_ray.sessions.batches import DEFAULT_KINDS, Batch, candidates, cut
 from taguru_ray.sessions.checks import Draft
 from taguru_ray.sessions.events import Event, Origin, Session, Tool
 from taguru_ray.sessions.provenance import fact_provenance
 from taguru_ray.sessions.rows import Rows, assemble, carried_names, row_drafts, zero_rows
 from taguru_ray.sessions.source import render
-from taguru_ray.sessions.stages import MAIN_LINE, REVIEW, specs
+from taguru_ray.sessions.stages import MAIN_LINE, REVIEW, StageSpec, specs
 
 STAGED = b'{"taguru_session":1,'
-__all__ = ["SessionFailed", "extract_session", "is_staged", "stage", "staged_stages", "unstage"]
+__all__ = [
+    "SessionFailed", "batches_of", "extract_session", "is_staged", "settled_by_code", "stage",
+    "staged_stages", "unstage",
+]  # fmt: skip
 
 
 # -- the staged form the engine carries ------------------------------------------
@@ -97,8 +100,7 @@ def extract_session(task: SegmentTask) -> Program[SegmentOutcome]:
     outcome = SegmentOutcome(job.index, job.source, "failed")
     session = unstage(job.data)
     stages = staged_stages(job.data)
-    turns = candidates(session.events, DEFAULT_KINDS | frozenset(session.kinds))  # --candidates
-    batches = cut(turns)
+    turns, batches = batches_of(session)
     sha256 = sha(job.data)
     fingerprint = checkpoint_fingerprint(settings, task.inputs.digests, sha256)
     resume, note = yield LoadResume(fingerprint, settings.run.force)
@@ -122,8 +124,8 @@ def extract_session(task: SegmentTask) -> Program[SegmentOutcome]:
                     done.append((yield from asks.review(draft, by_seq[draft.seq])))
                 continue
             for batch in batches:
-                if spec.needs_exact_time and not any(_exact(e) for e in batch.events):
-                    continue  # code settles it: no turn here has a time to measure from
+                if settled_by_code(spec, batch):
+                    continue
                 carried = carried_names(drafts, batch.seqs[-1] + 1)
                 if spec.needs_carried and not carried:
                     continue  # nothing settled yet to compare against
@@ -192,6 +194,20 @@ def extract_session(task: SegmentTask) -> Program[SegmentOutcome]:
         f"{join(settings.source.out, output_name(job.source))}"
     )
     return outcome
+
+
+def batches_of(session: Session) -> tuple[list[Event], list[Batch]]:
+    """The turns the model is asked about (user and assistant text, plus the kinds
+    ``--candidates`` offered, `Session.kinds`) and their batches: what a run asks about
+    and what ``--dry-run`` counts."""
+    turns = candidates(session.events, DEFAULT_KINDS | frozenset(session.kinds))
+    return turns, cut(turns)
+
+
+def settled_by_code(spec: StageSpec, batch: Batch) -> bool:
+    """A stage's batch that is never asked: L10 with no turn whose time it could measure
+    from. (L4 also waits for carried names, known only as the run goes.)"""
+    return spec.needs_exact_time and not any(_exact(e) for e in batch.events)
 
 
 def _exact(event: Event) -> bool:
