@@ -5,7 +5,8 @@ it and a killed run resumes at the stage and batch it stopped in:
 ``{stage}-{batch:05d}-{batch sha256[:16]}`` for a stage's batch (the stage in the key:
 one batch is asked once per stage), ``review-{seq:06d}-{fact sha256[:16]}`` for a review.
 A stage's unit keeps what the checks left and what P17 counts: the drafts, the losses,
-the asks it took, the turns answered, the facts stated before the checks.
+the asks it took, the turns answered, the facts stated before the checks; and what the
+ledger records of it (§4: the batch, its seqs, its input's and prompt's digests).
 """
 
 from __future__ import annotations
@@ -39,6 +40,12 @@ class SessionFailed(Exception):
 
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def prompt_sha256(messages: Sequence[dict[str, str]]) -> str:
+    """The first ask's messages as sent (the corrective turn extends them): the ledger's
+    ``prompt_sha256``, so a changed rubric or carryover shows in the record."""
+    return sha(json.dumps(list(messages), ensure_ascii=False, sort_keys=True).encode())
 
 
 def batch_key(spec: StageSpec, batch: Batch) -> str:
@@ -78,7 +85,13 @@ class Asks:
                     f"{batch.seqs[-1]}): {first.path}: {first.why}"
                 )
         stated = sum(len(item.facts) for item in answer.read(text).items)
-        unit = _unit(spec, checked, asked, stated)
+        unit = _unit(spec, checked, asked, stated) | {
+            "batch": batch.index,
+            "seq_first": batch.seqs[0],
+            "seq_last": batch.seqs[-1],
+            "input_sha256": batch.sha256,
+            "prompt_sha256": prompt_sha256(messages),
+        }
         self.units[piece_id] = unit
         yield SaveUnit(piece_id, unit)
         return unit
@@ -97,7 +110,8 @@ class Asks:
             for f in item.facts
             if f.predicate == "flag" and f.value in prompt.REVIEW_FLAGS
         ]
-        unit = {"stage": "review", "flags": flags, "asked": 1}
+        unit = {"stage": "review", "flags": flags, "asked": 1, "seq_first": draft.seq,
+                "seq_last": draft.seq, "prompt_sha256": prompt_sha256(messages)}  # fmt: skip
         self.units[key] = unit
         yield SaveUnit(key, unit)
         return unit

@@ -15,8 +15,10 @@ does not read as a JSON object (a write cut short) is skipped when read, never
 fatal: the ledger informs, the manifest and checkpoints decide.
 
 `append` writes one record; `close_run` writes what a finished ``sessions extract``
-left in its out folder for each session (one call); `read` and `summary` are what
-``list`` shows.
+left in its out folder for each session (one call): a record per stage batch and per
+review the run settled, from the trace's ``batch`` lines (`settled`: the program
+derives them from its checkpoint units, so a resumed batch is recorded as it was
+asked), then the ``session`` record; `read` and `summary` are what ``list`` shows.
 """
 
 from __future__ import annotations
@@ -54,6 +56,22 @@ class Summary:
         return f"{self.outcome or 'running'}{rows}{stages}"
 
 
+def settled(unit: dict[str, Any]) -> dict[str, Any]:
+    """A settled ask's ledger fields, from its checkpoint unit (`asks.py`): a stage's
+    batch (``rows`` the drafts the checks left) or a review (no ``batch``; ``rows`` its
+    flags). ``attempt`` is the asks it took, the corrective turn included. Pure."""
+    review = "flags" in unit
+    return {
+        "stage": unit.get("stage", "fact"),
+        "batch": None if review else unit.get("batch"),
+        **{key: unit.get(key) for key in ("seq_first", "seq_last", "input_sha256")},
+        "prompt_sha256": unit.get("prompt_sha256"),
+        "state": "done",
+        "rows": len(unit["flags"] if review else unit.get("drafts", ())),
+        "attempt": unit.get("asked", 1),
+    }
+
+
 def path(store: str | Path, agent: str, session_id: str) -> Path:
     return Path(store) / FOLDER / quote(agent, safe="") / f"{quote(session_id, safe='')}.jsonl"
 
@@ -63,9 +81,16 @@ def append(store: str | Path, agent: str, session_id: str, **record: Any) -> Non
     unknown = [key for key in record if key not in FIELDS and key not in ("source", "at")]
     line = {key: record.get(key) for key in FIELDS}
     line["source"] = record.get("source")
-    line["at"] = record.get("at", int(time.time() * 1000))
+    line["at"] = record.get("at", _now())
     line |= {key: record[key] for key in unknown}
-    file = path(store, agent, session_id)
+    _write(path(store, agent, session_id), line)
+
+
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
+def _write(file: Path, line: dict[str, Any]) -> None:
     file.parent.mkdir(parents=True, exist_ok=True)
     data = json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
     with open(file, "ab") as handle:  # O_APPEND: concurrent runs interleave whole lines
@@ -82,8 +107,12 @@ def _ends_a_line(file: Path) -> bool:
 
 def read(store: str | Path, agent: str, session_id: str) -> list[dict[str, Any]]:
     """The session's records in written order; [] when it has no ledger."""
+    return _read(path(store, agent, session_id))
+
+
+def _read(file: Path) -> list[dict[str, Any]]:
     try:
-        data = path(store, agent, session_id).read_bytes()
+        data = file.read_bytes()
     except FileNotFoundError:
         return []
     records = []
@@ -117,15 +146,19 @@ def close_run(
     store: str | Path, out: str, sessions: Sequence[Any], model: str | None = None
 ) -> None:
     """After a ``sessions extract`` run: per session (or part) written under ``out``,
-    one done record per stage its trace reports (with its batch count) and a
-    ``session`` record with the rows its source file holds; per session not written,
-    a ``session`` record ``not written``. `sessions` are `Session`s as staged."""
+    one done record per batch and review its trace reports (a trace without those
+    lines: one per stage, with its batch count) and a ``session`` record with the rows
+    its source file holds; per session not written, a ``session`` record ``not
+    written``. `sessions` are `Session`s as staged."""
     for session in sessions:
         found = _written(out, session.source)
         seqs = [event.seq for event in session.events]
         span = {"seq_first": seqs[0] if seqs else None, "seq_last": seqs[-1] if seqs else None}
         name = (session.agent, session.session_id)
-        for stage in found.stages:
+        for line in found.batches:  # one record per batch and review the run settled
+            fields = {key: line.get(key) for key in FIELDS if key != "model"}
+            append(store, *name, source=session.source, model=model, **fields)
+        for stage in [] if found.batches else found.stages:  # a trace from before batch lines
             append(store, *name, source=session.source, stage=stage["stage"],
                    batches=stage.get("batches"), state="done", model=model,
                    rows=stage.get("kept"), **span)  # fmt: skip
@@ -138,6 +171,7 @@ def close_run(
 class _Written:
     rows: int | None  # association lines in the source file; None: no file
     stages: list[dict[str, Any]]  # the trace's per-stage metrics lines
+    batches: list[dict[str, Any]]  # the trace's per-batch lines (`settled`), in run order
 
 
 def _written(out: str, source: str) -> _Written:
@@ -152,8 +186,9 @@ def _written(out: str, source: str) -> _Written:
         with fsspec.open(join(out, name), "rb") as handle:
             rows = len(parse_source_file(handle.read(), name=name, strict=False).associations)
     except (OSError, ValueError):
-        return _Written(None, [])
+        return _Written(None, [], [])
     stages: list[dict[str, Any]] = []
+    batches: list[dict[str, Any]] = []
     try:
         with fsspec.open(join(out, f"{TRACE}/{name}"), "rb") as handle:
             lines = handle.read().splitlines()
@@ -164,6 +199,10 @@ def _written(out: str, source: str) -> _Written:
             line = json.loads(raw)
         except ValueError:
             continue
-        if isinstance(line, dict) and line.get("type") == "stage" and line.get("stage"):
+        if not isinstance(line, dict) or not line.get("stage"):
+            continue
+        if line.get("type") == "stage":
             stages.append(line)
-    return _Written(rows, stages)
+        elif line.get("type") == "batch":
+            batches.append(line)
+    return _Written(rows, stages, batches)

@@ -42,6 +42,7 @@ from taguru_ray.sessions.asks import Asks, SessionFailed, drafts_of, sha
 from taguru_ray.sessions.batches import DEFAULT_KINDS, Batch, candidates, cut
 from taguru_ray.sessions.checks import Draft
 from taguru_ray.sessions.events import Event, Origin, Session, Tool
+from taguru_ray.sessions.ledger import settled
 from taguru_ray.sessions.provenance import fact_provenance
 from taguru_ray.sessions.rows import Rows, assemble, carried_names, row_drafts, zero_rows
 from taguru_ray.sessions.source import render
@@ -171,7 +172,8 @@ def extract_session(task: SegmentTask) -> Program[SegmentOutcome]:
     flags = [flag for unit in done for flag in unit.get("flags", ())]
     losses = [loss for unit in done for loss in unit.get("losses", ())] + rows.losses
     judgements = [d for d in drafts if d.stage not in _row_stages(stages) and d.stage != "alias"]
-    trace = _trace(session, rows, judgements, losses, flags, metrics, settings.transport.model)
+    trace = _trace(session, rows, judgements, losses, flags, metrics, done,
+                   settings.transport.model)  # fmt: skip
     written: list[str] = yield Finish(source_bytes, trace)
     yield Sidecar([{"type": "session_stage", "source": job.source, **m} for m in metrics])
     outcome.notes.extend(f"{FAILURE_PREFIX}{job.source}: {note}" for note in written)
@@ -225,11 +227,13 @@ def _trace(
     losses: Sequence[dict[str, Any]],
     flags: Sequence[dict[str, Any]],
     metrics: Sequence[dict[str, Any]],
+    done: Sequence[Record] = (),
     model: str | None = None,
 ) -> bytes:
     """The session's trace: each written fact with its stage, turn and quote; the
     aliases; the judgements that feed later stages and are not written; what the checks
-    removed and why; review's flags beside the drafts they are about; P17's counts."""
+    removed and why; review's flags beside the drafts they are about; P17's counts; one
+    line per settled batch and review, what the ledger records of it (`ledger.settled`)."""
     lines: list[dict[str, Any]] = [
         {
             "type": "session",
@@ -251,6 +255,7 @@ def _trace(
     lines += [{"type": "loss", **loss} for loss in losses]
     lines += [{"type": "flag", **flag} for flag in flags]
     lines += [{"type": "stage", **m} for m in metrics]
+    lines += [{"type": "batch", **settled(unit)} for unit in done]  # P16, per batch
     return b"".join(json.dumps(line, ensure_ascii=False).encode() + b"\n" for line in lines)
 
 
