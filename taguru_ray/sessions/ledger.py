@@ -14,6 +14,9 @@ The session id is percent-encoded into one file name, so an id holding ``/`` or
 does not read as a JSON object (a write cut short) is skipped when read, never
 fatal: the ledger informs, the manifest and checkpoints decide.
 
+``memory.jsonl`` beside the agents' folders logs each memory card and brief ask
+(`append_ask`, `read_asks`): what, about whom, model, tokens, seconds, state.
+
 `append` writes one record; `close_run` writes what a finished ``sessions extract``
 left in its out folder for each session (one call): a record per stage batch and per
 review the run settled, from the trace's ``batch`` lines (`settled`: the program
@@ -37,6 +40,8 @@ FIELDS = (
     "state", "rows", "attempt",
 )  # fmt: skip
 SESSION_STAGE = "session"
+# The memory card and brief asks' log: a file, never an agent's folder (those are folders).
+ASKS = "memory.jsonl"
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,17 @@ def append(store: str | Path, agent: str, session_id: str, **record: Any) -> Non
     line["at"] = record.get("at", _now())
     line |= {key: record[key] for key in unknown}
     _write(path(store, agent, session_id), line)
+
+
+def append_ask(store: str | Path, record: dict[str, Any]) -> None:
+    """One memory card or brief ask (`memory_run`) into ``{store}/.ledger/memory.jsonl``:
+    those asks go around the engine's attempts log, so their cost is kept here."""
+    _write(Path(store) / FOLDER / ASKS, {**record, "at": record.get("at", _now())})
+
+
+def read_asks(store: str | Path) -> list[dict[str, Any]]:
+    """The memory asks logged, in written order; [] when none was."""
+    return _read(Path(store) / FOLDER / ASKS)
 
 
 def _now() -> int:

@@ -12,6 +12,11 @@ and briefs for whatever is pending.
    timeouts, the transport retry policy) from this driver, not through the engine:
    the engine's program is per segment, and a brief spans sessions (ADR 0052).
 
+Every ask is logged, once settled, in ``STORE/.ledger/memory.jsonl`` (`ledger.append_ask`:
+what, about whom, model, tokens, seconds, state ``written``, ``unreadable`` or the
+transport's outcome) — these asks go around the engine's attempts log, and a user should
+still see what they cost; the run's summary line counts them.
+
 No answer, an unreadable one, or no endpoint at all leaves the card or brief pending and
 says so; the next `sessions extract` asks for exactly those again (the extraction
 itself is then "unchanged" and asks nothing). The first transport failure stops the
@@ -24,14 +29,17 @@ import asyncio
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import fsspec
 
 from taguru_ray.contract.completion import CompletionRequest
 from taguru_ray.contract.names import TRACE, join, output_name
 from taguru_ray.contract.settings import Settings
+from taguru_ray.sessions import ledger
 from taguru_ray.sessions.card import (
+    Kept,
     brief_messages,
     card_messages,
     read_brief,
@@ -56,11 +64,15 @@ class Tally:
     briefs: int = 0
     pending_cards: int = 0
     pending_briefs: int = 0
+    asked: int = 0  # card and brief asks sent, each logged (`ledger.append_ask`)
+    tokens: int = 0  # their total tokens, as the endpoint reported them
+    seconds: float = 0.0
 
     def line(self) -> str:
         return (
             f"memory: {self.cards} card(s) and {self.briefs} brief(s) written; "
-            f"{self.pending_cards} card(s) and {self.pending_briefs} brief(s) pending"
+            f"{self.pending_cards} card(s) and {self.pending_briefs} brief(s) pending; "
+            f"{self.asked} ask(s), {self.tokens} token(s), {self.seconds:.1f} s"
         )
 
 
@@ -114,15 +126,21 @@ def remember(
                 say(f"{tally.pending_cards} memory card(s) pending: no live model to ask "
                     "(replay or no endpoint) — a later sessions extract writes them")  # fmt: skip
             return tally
-        return asyncio.run(_Asker(memory, settings, say).run())
+        return asyncio.run(_Asker(memory, settings, say, store_dir).run())
 
 
 class _Asker:
     """The card and brief asks of one run, one at a time, stopping at the first
     transport failure."""
 
-    def __init__(self, memory: MemoryStore, settings: Settings, say: Callable[[str], None]):
-        self.memory, self.settings, self.say = memory, settings, say
+    def __init__(
+        self,
+        memory: MemoryStore,
+        settings: Settings,
+        say: Callable[[str], None],
+        store_dir: str | Path,
+    ) -> None:
+        self.memory, self.settings, self.say, self.store_dir = memory, settings, say, store_dir
         self.tally = Tally()
         self.down: str | None = None  # why the endpoint is not answering, once it is not
 
@@ -130,12 +148,15 @@ class _Asker:
         from taguru_ray.llm.client import ChatClient, open_session
 
         async with open_session() as http:
-            client = ChatClient.of(http, self.settings.transport)
-            for agent, session_id, facts_sha256 in self.memory.pending_cards():
-                await self._card(client, agent, session_id, facts_sha256)
-            for project, cards in self.memory.project_cards().items():
-                if self.memory.brief(project).lines is None and cards:
-                    await self._brief(client, project, cards)
+            return await self.asks(ChatClient.of(http, self.settings.transport))
+
+    async def asks(self, client: ChatClient) -> Tally:
+        """The pending cards, then the pending briefs, through `client`."""
+        for agent, session_id, facts_sha256 in self.memory.pending_cards():
+            await self._card(client, agent, session_id, facts_sha256)
+        for project, cards in self.memory.project_cards().items():
+            if self.memory.brief(project).lines is None and cards:
+                await self._brief(client, project, cards)
         return self.tally
 
     async def _card(
@@ -146,8 +167,9 @@ class _Asker:
         if not facts:  # nothing stated, nothing to ask: an empty card, written by code
             self.tally.cards += self.memory.put_card(agent, session_id, facts_sha256, [], None)
             return
-        text = await self._ask(client, card_messages(handle, facts), f"{handle}: card")
+        text, asked = await self._ask(client, card_messages(handle, facts), "card", handle)
         kept = read_card(text, facts) if text is not None else None
+        self._log(asked, kept)
         if kept is None or not kept.readable:
             self.tally.pending_cards += 1
             if kept is not None:
@@ -163,8 +185,9 @@ class _Asker:
             self.memory.put_brief(project, cards_digest(cards), [], None)
             self.tally.briefs += 1
             return
-        text = await self._ask(client, brief_messages(project, cards), f"{project}: brief")
+        text, asked = await self._ask(client, brief_messages(project, cards), "brief", project)
         kept = read_brief(text, cards) if text is not None else None
+        self._log(asked, kept)
         if kept is None or not kept.readable:
             self.tally.pending_briefs += 1
             if kept is not None:
@@ -176,16 +199,35 @@ class _Asker:
         self.tally.briefs += 1
 
     async def _ask(
-        self, client: ChatClient, messages: list[dict[str, str]], what: str
-    ) -> str | None:
-        """The answer's text; None (said once) when the endpoint gave none."""
+        self, client: ChatClient, messages: list[dict[str, str]], what: str, about: str
+    ) -> tuple[str | None, dict[str, Any] | None]:
+        """The answer's text, None (said once) when the endpoint gave none; and the ask's
+        record for the log, None when it was not sent (the endpoint is down)."""
         if self.down is not None:
-            return None
+            return None, None
         max_tokens = self.settings.ladder.max_output_tokens or None
         completion = await client.complete(CompletionRequest(messages, max_tokens=max_tokens))
+        state = "empty" if completion.outcome == "answer" else completion.outcome
+        asked = {"what": what, "about": about, "model": self.settings.transport.model,
+                 "state": state, "input_tokens": completion.input_tokens,
+                 "output_tokens": completion.output_tokens,
+                 "total_tokens": completion.total_tokens,
+                 "seconds": round(completion.elapsed_seconds, 3)}  # fmt: skip
         if completion.outcome == "answer":  # an empty one stays pending; the endpoint is up
-            return completion.text or None
+            return completion.text or None, asked
         self.down = completion.error or completion.outcome
-        self.say(f"{printable(what)} pending — no answer ({printable(self.down)}); "
+        self.say(f"{printable(about)}: {what} pending — no answer ({printable(self.down)}); "
                  "the rest stay pending too, and a later sessions extract writes them")  # fmt: skip
-        return None
+        return None, asked
+
+    def _log(self, asked: dict[str, Any] | None, kept: Kept | None) -> None:
+        """The settled ask into the store's log and the tally; `kept` what code kept of
+        its answer (None: no answer to read)."""
+        if asked is None:
+            return
+        if kept is not None:
+            asked["state"] = "written" if kept.readable else "unreadable"
+        ledger.append_ask(self.store_dir, asked)
+        self.tally.asked += 1
+        self.tally.tokens += asked["total_tokens"] or 0
+        self.tally.seconds += asked["seconds"]
