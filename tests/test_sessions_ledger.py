@@ -85,3 +85,20 @@ def test_close_run_records_each_stage_and_the_outcome_that_list_shows(
         "outcome": "written",
         "rows": 0,
     }
+
+
+def test_a_session_in_parts_sums_the_rows_its_run_wrote() -> None:
+    """One run writes a record per part, all with its time: the summary is the run's
+    whole session — written when every part was, its rows their sum."""
+    parts = [
+        {"stage": "session", "state": "written", "rows": 3, "at": 5},
+        {"stage": "session", "state": "written", "rows": 4, "at": 5},
+    ]
+    earlier = [{"stage": "session", "state": "written", "rows": 9, "at": 1}]
+    whole = ledger.summary(earlier + parts)
+    assert (whole.outcome, whole.rows) == ("written", 7)
+    one_failed = [*parts, {"stage": "session", "state": "not written", "rows": None, "at": 5}]
+    failed = ledger.summary(one_failed)
+    assert (failed.outcome, failed.rows) == ("not written", None)
+    later = [*parts, {"stage": "session", "state": "written", "rows": 2, "at": 6}]
+    assert ledger.summary(later).rows == 2  # a later run's record stands alone

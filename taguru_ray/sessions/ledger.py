@@ -147,10 +147,20 @@ def summary(records: Sequence[dict[str, Any]]) -> Summary:
     batches = 0
     outcome: str | None = None
     rows: int | None = None
+    run_at: object = None
     for record in records:
         stage = record.get("stage")
         if stage == SESSION_STAGE:
-            outcome, rows = record.get("state"), record.get("rows")
+            # A session in parts gets one record per part from the same run (one `at`):
+            # the run wrote it when it wrote every part, and its rows are their sum.
+            state, count = record.get("state"), record.get("rows")
+            same_run = run_at is not None and record.get("at") == run_at
+            if same_run and outcome is not None:
+                outcome = outcome if state == outcome else "not written"
+                rows = None if rows is None or not isinstance(count, int) else rows + count
+            else:
+                outcome, rows = state, count
+            run_at = record.get("at")
         elif isinstance(stage, str) and record.get("state") == "done":
             stages.setdefault(stage)
             counted = record.get("batches")  # a run's stage total, or one batch's record
@@ -166,6 +176,7 @@ def close_run(
     lines: one per stage, with its batch count) and a ``session`` record with the rows
     its source file holds; per session not written, a ``session`` record ``not
     written``. `sessions` are `Session`s as staged."""
+    at = _now()  # one time for the run: `summary` folds a session's parts by it
     for session in sessions:
         found = _written(out, session.source)
         seqs = [event.seq for event in session.events]
@@ -173,14 +184,14 @@ def close_run(
         name = (session.agent, session.session_id)
         for line in found.batches:  # one record per batch and review the run settled
             fields = {key: line.get(key) for key in FIELDS if key != "model"}
-            append(store, *name, source=session.source, model=model, **fields)
+            append(store, *name, source=session.source, model=model, at=at, **fields)
         for stage in [] if found.batches else found.stages:  # a trace from before batch lines
             append(store, *name, source=session.source, stage=stage["stage"],
                    batches=stage.get("batches"), state="done", model=model,
-                   rows=stage.get("kept"), **span)  # fmt: skip
+                   rows=stage.get("kept"), at=at, **span)  # fmt: skip
         state = "not written" if found.rows is None else "written"
         append(store, *name, source=session.source, stage=SESSION_STAGE, state=state,
-               rows=found.rows, model=model, **span)  # fmt: skip
+               rows=found.rows, model=model, at=at, **span)  # fmt: skip
 
 
 @dataclass(frozen=True)
