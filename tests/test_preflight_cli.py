@@ -214,3 +214,46 @@ def test_a_key_revoked_mid_run_stops_it_with_one_line_and_a_rerun_resumes(
     assert rerun.returncode == 0, rerun.stderr
     written = 60 - stats["by_outcome"].get("ok", 0)
     assert f"extract: {written} written, {60 - written} unchanged, 0 failed" in rerun.stdout
+
+
+def test_a_wrong_key_ends_before_any_ray_process_starts(
+    guarded: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No --address: the run would start a local Ray — but the preflight goes first
+    (ADR 0054), so a refused start leaves no Ray session behind it: Ray's temp folder,
+    where every local Ray writes its session (sockets, logs, the raylet's), stays empty."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from ray._common.utils import get_default_ray_temp_dir
+
+    from tests.support import REPO
+
+    ray_tmp = Path(tempfile.mkdtemp(prefix="trp-", dir="/tmp"))  # short: Ray's socket paths
+    try:
+        monkeypatch.setenv("RAY_TMPDIR", str(ray_tmp))
+        assert Path(get_default_ray_temp_dir()).is_relative_to(ray_tmp)  # where Ray would go
+        env = guarded.env(TAGURU_EXTRACT_API_KEY="sk-wrong", RAY_TMPDIR=str(ray_tmp),
+                          TMPDIR=str(ray_tmp))  # fmt: skip
+        env.pop("RAY_ADDRESS", None)
+        out = tmp_path / "out"
+        command = [sys.executable, "-m", "taguru_ray", "extract"]
+        result = subprocess.run(
+            [*command, *args(out, corpus(tmp_path / "docs"))],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=REPO,
+        )
+        assert result.returncode == 1, result.stderr
+        assert "the API key was refused" in the_one_line(result.stderr)
+        assert "Started a local Ray instance" not in result.stderr + result.stdout
+        assert asked(guarded.simulator) == (0, 1)
+        assert not out.exists()
+        assert sorted(p.name for p in ray_tmp.iterdir()) == []  # no ray/session_* at all
+    finally:
+        import shutil
+
+        shutil.rmtree(ray_tmp, ignore_errors=True)

@@ -266,8 +266,9 @@ class Executed:
 def execute(
     settings: Settings, console: Console, staged: Mapping[str, bytes] | None = None
 ) -> Executed:
-    """A real run: lock --out, start or join Ray, extract, summarise. `staged`: the run's
-    segments in memory, by source name (agent sessions), instead of the input paths."""
+    """A real run: lock --out, check the endpoints, start or join Ray, extract, summarise.
+    `staged`: the run's segments in memory, by source name (agent sessions), instead of
+    the input paths."""
     for line in settings.notes:
         console.err(f"{MESSAGE_PREFIX}{line}")
     inputs = load_run_inputs(settings)  # before the lock: nothing written yet
@@ -290,6 +291,8 @@ def execute(
         # Reading and the skips of unchanged segments go on while Ray starts.
         run.start_reading()
         try:
+            # The preflight before Ray (ADR 0054): a run that cannot go ends in a second.
+            run.check_endpoints()
             started = start_ray(settings.scale.address)
             try:
                 return Executed(asyncio.run(run.run()), run)

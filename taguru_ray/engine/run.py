@@ -20,9 +20,10 @@ Each concern of the driver is a part with its own state and module:
 
 `ExtractRun` holds the parts and the few things they share (the settings, the
 console, --out, the run id, the tally, the window), and `run` sets them going in
-order: reading before Ray, the preflight only when a segment needs the model,
-the head actors, the hand-over from the early settling to the dispatch loop, the
-manifest's compaction, the gateway's last counters, the sidecar, the summary —
+order: reading, then — still before Ray, from the driver (`check_endpoints`) —
+the preflight, only when a segment needs the model; the head actors, the
+hand-over from the early settling to the dispatch loop, the manifest's
+compaction, the gateway's last counters, the sidecar, the summary —
 and every actor ended, however the run ends.
 """
 
@@ -125,6 +126,17 @@ class ExtractRun:
             out.fence = lock.check
             lock.on_renewed = self._push_deadline
         self._lease = lock if isinstance(lock, LeaseLock) else None
+        self._checked = False  # the preflight went out (or was not needed) before Ray
+
+    def check_endpoints(self) -> None:
+        """The preflight, before Ray starts (ADR 0054): once the early settling finds a
+        segment that needs the model, one GET …/models per endpoint — so a wrong key, URL
+        or model is one line in about a second, and no Ray process is ever started for a
+        run that cannot go. A rerun that skips every segment sends nothing, as before."""
+        self.start_reading()
+        if self.reading.early.result():
+            asyncio.run(self._preflight())
+        self._checked = True
 
     def detach_lease(self) -> None:
         """The run is over: the lease's renewals stop reaching the actors before Ray goes
@@ -226,7 +238,8 @@ class ExtractRun:
         if not needs_a_request or self.stop.requested:
             ladder = self.settings.ladder  # `auto` unprobed: a rung no request will ask for
             return starting_rung(ladder.structured_output, ladder.max_output_tokens)
-        await self._preflight()
+        if not self._checked:  # a run the driver did not check before Ray
+            await self._preflight()
         return await self._resolve_rung()
 
     async def _preflight(self) -> None:
