@@ -24,6 +24,7 @@ ARGPARSE = {
     "inspect": ("build_parser",),
     "anchoring": ("build_parser",),
     "metrics": ("build_parser",),
+    "report": ("build_parser",),
     "verify": ("build_parser",),
     "import_": ("build_parser",),
     "serve": ("_parser",),

@@ -16,7 +16,7 @@ VERBS = {
     "extract": "extract", "simulate": "simulate", "inspect": "inspect",
     "anchoring": "anchoring", "metrics": "metrics", "verify": "verify",
     "benchmark": "benchmark", "serve": "serve", "import": "import_", "search": "search",
-    "evaluate": "evaluate", "sessions": "sessions",
+    "evaluate": "evaluate", "sessions": "sessions", "report": "report",
 }
 
 USAGE = """\
@@ -28,6 +28,7 @@ verbs:
   inspect    read one segment's attempts log: every completion, the ladder's moves
   anchoring  judge written source files against their own passage text
   metrics    fold an --out's records into metric tables (loss, coverage, cost, …)
+  report     write one self-contained HTML page of a run's (or a benchmark's) figures
   verify     check an --out as `taguru import` of the whole folder would read it
   benchmark  extract a model matrix; compare its measurements; search its corpora
   import     load source files into an embedded context store (or a Taguru server)

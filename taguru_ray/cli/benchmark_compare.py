@@ -13,7 +13,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from taguru_ray.benchmark.compare import compare
+from taguru_ray.benchmark.compare import compute, publish
+from taguru_ray.benchmark.compare.wide import render_wide_text
 from taguru_ray.contract.settings.values import location
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError
 
@@ -30,6 +31,9 @@ runs/*.jsonl, the batches under cells/) and writes, from that one read:
   measurements.json     distributions, rates and counts per cell, model, GPU
                         and segment, each metric defined inside the file
   measurements.csv      the same values as one flat table
+  measurements-wide.csv one row per cell: model, GPU, completions/s, output
+                        tokens/s, p50/p99 latency, cost per 1M output tokens,
+                        bound — the table compare also prints on stdout
   measurements.parquet  that table as Parquet
   measurements.png      throughput against latency per cell (a marker per GPU
                         label), volume and run-to-run stability per model
@@ -93,11 +97,13 @@ def main(argv: Sequence[str]) -> int:
         print(f"{PREFIX}{message}", file=sys.stderr)
 
     try:
-        compare(results_dir, with_text=with_text, warn=warn)
+        computed = compute(results_dir, with_text=with_text, warn=warn)
+        publish(results_dir, computed)
     except TaguruRayError as error:
         print(f"{PREFIX}{error}", file=sys.stderr)
         return error.exit_code
     except OSError as error:  # the directory itself unreachable: still one clear line
         print(f"{PREFIX}{results_dir}: {error}", file=sys.stderr)
         return EXIT_FAILED
+    sys.stdout.write(render_wide_text(computed.wide()))
     return EXIT_OK

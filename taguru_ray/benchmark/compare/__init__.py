@@ -2,7 +2,8 @@
 
 One read of RESULTS_DIR (manifest.json, runs/*.jsonl, the written batches
 under cells/) gives five artifacts: differences.jsonl (model-pair paired
-diff), measurements.csv and measurements.parquet (flat tables), a PNG
+diff), measurements.csv and measurements.parquet (flat tables), measurements-wide.csv
+(one row per cell: throughput, latency, cost, bound — `wide`), a PNG
 figure and measurements.json (authoritative). It measures throughput, volume and
 run-to-run stability and never ranks: no key of any artifact can name a
 winner (tests walk every key).
@@ -10,7 +11,7 @@ winner (tests walk every key).
 Module map: `manifest`/`load`/`batch` read; `identity` decides same-ness;
 `measure` holds the value shapes; `metrics`, `stability`, `saturation`
 compute; `definitions` explains; `measurements`, `table`, `differences`
-(+ `locator`) render; `serde` speaks serde_json's JSON; `write` publishes.
+(+ `locator`), `wide` render; `serde` speaks serde_json's JSON; `write` publishes.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from taguru_ray.benchmark.compare.manifest import (
 from taguru_ray.benchmark.compare.measurements import Measurements, build_measurements
 from taguru_ray.benchmark.compare.serde import dumps_pretty
 from taguru_ray.benchmark.compare.table import render_csv, render_parquet
+from taguru_ray.benchmark.compare.wide import WIDE_NAME, WideRow, render_wide_csv, wide_rows
 from taguru_ray.benchmark.compare.write import write_artifacts
 
 __all__ = [
@@ -40,12 +42,14 @@ __all__ = [
     "Computed",
     "compare",
     "compute",
+    "publish",
 ]
 
 # Renamed into place in this order (the JSON, authoritative, last).
 ARTIFACTS = (
     "differences.jsonl",
     "measurements.csv",
+    "measurements-wide.csv",
     "measurements.parquet",
     "measurements.png",
     "measurements.json",
@@ -67,23 +71,31 @@ class Computed:
         return [
             ("differences.jsonl", self.differences.encode("utf-8")),
             ("measurements.csv", render_csv(self.measurements).encode("utf-8")),
+            (WIDE_NAME, render_wide_csv(self.wide()).encode("utf-8")),
             ("measurements.parquet", render_parquet(self.measurements)),
             ("measurements.png", self.figure()),
             ("measurements.json", (dumps_pretty(self.measurements.to_json()) + "\n").encode()),
         ]
+
+    def wide(self) -> list[WideRow]:
+        """One row per cell: throughput, latency, cost and bound (`wide`)."""
+        return wide_rows(self.measurements.to_json(), self.gpu_of())
+
+    def gpu_of(self) -> dict[str, object]:
+        """model_id -> the GPU label the manifest gives it."""
+        return {
+            str(model.get("model_id")): model.get("gpu")
+            for model in self.loaded.manifest.raw.get("models", [])
+            if isinstance(model, dict)
+        }
 
     def figure(self) -> bytes:
         """The PNG: throughput against latency per cell, one marker per GPU label; volume
         and stability per model beside it. Figures, never a verdict."""
         from taguru_ray.benchmark.figure import draw  # matplotlib: only when drawing
 
-        gpu_of = {
-            str(model.get("model_id")): model.get("gpu")
-            for model in self.loaded.manifest.raw.get("models", [])
-            if isinstance(model, dict)
-        }
         buffer = io.BytesIO()
-        draw(self.measurements.to_json(), buffer, gpu_of)
+        draw(self.measurements.to_json(), buffer, self.gpu_of())
         return buffer.getvalue()
 
 
@@ -130,7 +142,11 @@ def compute(
 
 def compare(results_dir: str, *, with_text: bool = False, warn: Warn = lambda _: None) -> list[str]:
     """Compute and publish every artifact into RESULTS_DIR; the names written."""
-    computed = compute(results_dir, with_text=with_text, warn=warn)
+    return publish(results_dir, compute(results_dir, with_text=with_text, warn=warn))
+
+
+def publish(results_dir: str, computed: Computed) -> list[str]:
+    """Write `computed`'s artifacts into RESULTS_DIR; the names written."""
     fs, root = _split(results_dir)
     artifacts = computed.artifacts()
     write_artifacts(fs, root, artifacts)
