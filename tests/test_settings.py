@@ -222,15 +222,32 @@ def test_an_api_key_is_trimmed_and_one_with_a_line_break_inside_is_refused() -> 
     assert "sk-abc" not in refused
 
 
-def test_a_misspelled_variable_of_ours_is_named_with_the_nearest_one(tmp_path: Path) -> None:
+def test_a_misspelled_variable_in_the_environment_is_a_warning_naming_the_nearest() -> None:
+    s = settings(
+        env={
+            "TAGURU_RAY_WORKRS": "3",
+            "TAGURU_EXTRAC_URL": "http://x",
+            "TAGURU_DATA_DIR": "/srv",
+            "TAGURU_RAY_DEBUG": "1",
+            "TAGURU_RAY_QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ": "1",
+        }
+    )
+    assert s.notes == (
+        "TAGURU_EXTRAC_URL (in the environment) is not a variable taguru-ray reads — did you "
+        "mean TAGURU_EXTRACT_URL? (ignored)",
+        "TAGURU_RAY_QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ (in the environment) is not a variable "
+        "taguru-ray reads — it is ignored",
+        "TAGURU_RAY_WORKRS (in the environment) is not a variable taguru-ray reads — did you "
+        "mean TAGURU_RAY_WORKERS? (ignored)",
+    )
+
+
+def test_a_misspelled_variable_in_the_config_file_is_a_usage_error(tmp_path: Path) -> None:
     config = tmp_path / "extract.env"
     config.write_text("TAGURU_EXTRACT_REDACTT=1\nTAGURU_DATA_DIR=/srv\n")
-    s = settings("--config", str(config), env={"TAGURU_RAY_WORKRS": "3"})
-    assert s.notes == (
-        "TAGURU_RAY_WORKRS (in the environment) is not a variable taguru-ray reads — did you "
-        "mean TAGURU_RAY_WORKERS?",
-        f"TAGURU_EXTRACT_REDACTT (in --config {config}) is not a variable taguru-ray reads — "
-        "did you mean TAGURU_EXTRACT_REDACT?",
+    assert usage("--config", str(config)) == (
+        f"--config {config}: TAGURU_EXTRACT_REDACTT is not a variable taguru-ray reads — "
+        "did you mean TAGURU_EXTRACT_REDACT?"
     )
 
 

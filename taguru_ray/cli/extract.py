@@ -96,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--steps", action="store_true", help="print the pipeline's step table and exit"
     )
+    parser.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the run's effective settings as a TOML --config file and exit "
+        "(secrets are never written)",
+    )
     return parser
 
 
@@ -160,8 +166,16 @@ def main(argv: Sequence[str]) -> int:
 
         print(render_table())
         return 0
+    print_config = flags.pop("print_config", False)
     try:
         settings = resolve(flags)
+        if print_config:
+            from taguru_ray.settings.toml import render_toml
+
+            for line in settings.notes:
+                print(f"{MESSAGE_PREFIX}{line}", file=sys.stderr)
+            print(render_toml(settings), end="")
+            return 0
         from taguru_ray.engine.driver import Console, dry_run
         from taguru_ray.heap import steady_malloc
 

@@ -3,18 +3,30 @@ span settings.
 
 Precedence is flag over environment over ``--config FILE`` over the default,
 for every setting (seed 000). A value's text is parsed by its declaration's
-parser; an error names where the text came from.
+parser; an error names where the text came from. A TOML ``--config`` holds
+settings by name, typed: each value is checked against its setting's type,
+then parsed as its text would be (`config_text`).
+
+A key nothing reads is named with the nearest known one (ADR 0055): in the
+``--config`` file, written for this run, it is a usage error; a ``TAGURU_*``
+variable in the environment, which outlives the run and may be another
+tool's, is a warning line (`Settings.notes`).
 """
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import re
+import types
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Union, get_args, get_origin
 
+from taguru_ray.contract.cli_variables import CLI_VARIABLES
 from taguru_ray.contract.items import MAX_DESCRIPTION_BYTES, MAX_NAME_BYTES, MAX_TAG_BYTES, MAX_TAGS
+from taguru_ray.contract.server_variables import SERVER_VARIABLES
 from taguru_ray.contract.settings import values
+from taguru_ray.contract.settings.groups import GROUPS
 from taguru_ray.contract.settings.knob import Declared
 from taguru_ray.contract.settings.model import Settings, declarations
 from taguru_ray.errors import UsageError
@@ -32,6 +44,11 @@ def known_variables() -> frozenset[str]:
     return frozenset(d.knob.env for d in declarations() if d.knob.env)
 
 
+def read_variables() -> frozenset[str]:
+    """Every TAGURU_* variable some verb of taguru-ray reads."""
+    return known_variables() | frozenset(CLI_VARIABLES) | frozenset(SERVER_VARIABLES)
+
+
 def resolve_settings(
     flags: Mapping[str, Any],
     environ: Mapping[str, str],
@@ -46,8 +63,13 @@ def resolve_settings(
     every = list(declarations())
     config_path = next(_resolve(d, flags, environ, {}) for d in every if d.name == "config")
     config = read_config(config_path) if config_path else {}
+    if config_path:
+        _refuse_unknown_variables(config, config_path)
+    flags, from_file = _with_file_settings(
+        flags, environ, getattr(config, "settings", {}), config_path or ""
+    )
     _check_source_flags(flags)
-    chosen = {d.name: _resolve(d, flags, environ, config) for d in every}
+    chosen = {d.name: _resolve(d, flags, environ, config, from_file) for d in every}
     chosen["config"] = config_path  # a file never names another
     chosen["tags"] = tuple(dict.fromkeys(chosen["tags"]))
     if not chosen["model"]:
@@ -69,7 +91,7 @@ def resolve_settings(
     return Settings.of(
         **chosen,
         storage_env=storage_environment(environ),
-        notes=unknown_variables(environ, config, config_path),
+        notes=unknown_variables(environ),
     )
 
 
@@ -78,10 +100,11 @@ def _resolve(
     flags: Mapping[str, Any],
     environ: Mapping[str, str],
     config: Mapping[str, str],
+    from_file: Mapping[str, str] | None = None,
 ) -> Any:
     knob = declared.knob
     raw = flags.get(declared.name)
-    where = knob.flag or declared.name
+    where = (from_file or {}).get(declared.name) or knob.flag or declared.name
     if raw is None and knob.env:
         if knob.env in environ:
             raw, where = environ[knob.env], knob.env
@@ -99,23 +122,137 @@ def _resolve(
         raise UsageError(f"{where}: {error}") from None
 
 
-def unknown_variables(
-    environ: Mapping[str, str], config: Mapping[str, str], config_path: str | None
-) -> tuple[str, ...]:
-    """A line per variable of ours that nothing reads — a misspelling silently ignored
-    (TAGURU_EXTRACT_REDACTT=1) would run without what its author asked for."""
-    known = sorted(known_variables())
+def unknown_variables(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """A warning line per TAGURU_* variable in the environment that nothing reads: one of
+    our namespaces (TAGURU_EXTRACT_REDACTT=1), or near one we read (TAGURU_EXTRAC_URL) —
+    a misspelling silently ignored would run without what its author asked for."""
+    known = sorted(read_variables())
     notes = []
-    sources = [("the environment", environ)]
-    if config_path:
-        sources.append((f"--config {config_path}", config))
-    for where, keys in sources:
-        for key in sorted(keys):
-            if key.startswith(OWN_PREFIXES) and key not in known:
-                near = difflib.get_close_matches(key, known, n=1)
-                hint = f" — did you mean {near[0]}?" if near else " — it is ignored"
-                notes.append(f"{key} (in {where}) is not a variable taguru-ray reads{hint}")
+    for key in sorted(environ):
+        if not key.startswith("TAGURU_") or key in known:
+            continue
+        # Outside our namespaces only a near miss counts: TAGURU_DATA_DIR is the server's.
+        cutoff = 0.6 if key.startswith(OWN_PREFIXES) else 0.9
+        near = difflib.get_close_matches(key, known, n=1, cutoff=cutoff)
+        if near:
+            notes.append(
+                f"{key} (in the environment) is not a variable taguru-ray reads — did you "
+                f"mean {near[0]}? (ignored)"
+            )
+        elif key.startswith(OWN_PREFIXES):
+            notes.append(f"{key} (in the environment) is not a variable taguru-ray reads — "
+                         "it is ignored")
     return tuple(notes)
+
+
+def _refuse_unknown_variables(config: Mapping[str, str], path: str) -> None:
+    """A variable of ours in the --config file that nothing reads is a usage error."""
+    known = sorted(read_variables())
+    for key in sorted(config):
+        if key.startswith(OWN_PREFIXES) and key not in known:
+            near = difflib.get_close_matches(key, known, n=1)
+            hint = f" — did you mean {near[0]}?" if near else " — remove it"
+            raise UsageError(f"--config {path}: {key} is not a variable taguru-ray reads{hint}")
+
+
+def _with_file_settings(
+    flags: Mapping[str, Any], environ: Mapping[str, str], document: Mapping[str, Any], path: str
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The flags with what a TOML --config sets filled in where no flag (and, for a
+    setting with a variable, no variable) gave it; and, by name, where each came from."""
+    merged = dict(flags)
+    where: dict[str, str] = {}
+    every = {d.name: d for d in declarations()}
+    for name, value in _flat(document, every, path).items():
+        declared = every[name]
+        given = merged.get(name)
+        if (given is not None and given != []) or (declared.knob.env or "") in environ:
+            continue
+        if type(value) is type(declared.default) and value == declared.default:
+            continue  # the default as the run holds it (rpm = 0: none), as --print-config writes
+        label = f"{name} (in --config {path})"
+        merged[name] = config_text(declared, value, label)
+        where[name] = label
+    return merged, where
+
+
+def _flat(
+    document: Mapping[str, Any], every: Mapping[str, Declared], path: str
+) -> dict[str, Any]:
+    """A TOML document's settings by name: top-level keys and those under a group's table.
+    An unknown name is a usage error naming the nearest setting."""
+    groups = {group.GROUP for group in GROUPS}
+    flat: dict[str, Any] = {}
+    for key, value in document.items():
+        if key in groups and isinstance(value, dict):
+            items = [(inner, inner_value, f"[{key}] ") for inner, inner_value in value.items()]
+        else:
+            items = [(key, value, "")]
+        for name, item, table in items:
+            if name not in every or name == "config":
+                if name == "config":
+                    raise UsageError(f"--config {path}: {table}config: a file never names another")
+                near = difflib.get_close_matches(name, [*every, *groups], n=1)
+                hint = f" — did you mean {near[0]}?" if near else " — remove it"
+                raise UsageError(f"--config {path}: {table}{name} is not a setting{hint}")
+            if name in flat:
+                raise UsageError(f"--config {path}: {name} given twice — give it once")
+            flat[name] = item
+    return flat
+
+
+def _field_types(name: str) -> tuple[type, ...]:
+    """The Python types a setting's field admits (``int | str`` gives both)."""
+    for group in GROUPS:
+        info = group.model_fields.get(name)
+        if info is not None:
+            annotation = info.annotation
+            if get_origin(annotation) in (Union, types.UnionType):
+                return tuple(t for t in get_args(annotation) if isinstance(t, type))
+            return (get_origin(annotation) or annotation,)
+    return (str,)
+
+
+def config_text(declared: Declared, value: Any, where: str) -> Any:
+    """A TOML value as the command line would give it — True for a switch, a list of
+    texts for a repeatable setting or the paths, a text otherwise — after checking its
+    TOML type against the setting's: ``workers = "2"`` and ``workers = 2`` both read,
+    ``workers = true`` is a usage error naming it."""
+    knob = declared.knob
+    if knob.form == "switch":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            return value if knob.env else _refused(where, "true or false", value)
+        return _refused(where, "true or false", value)
+    if knob.form in ("repeat", "positional"):
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+            return _refused(where, "a list of strings", value)
+        return list(items)
+    admits = _field_types(declared.name)
+    if isinstance(value, bool):
+        if bool in admits or knob.form == "optional":
+            return "true" if value else "false"
+    elif isinstance(value, int):
+        if int in admits or float in admits:
+            return str(value)
+    elif isinstance(value, float):
+        if float in admits:
+            return repr(value)
+    elif isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        if declared.name == "date":
+            return value.isoformat()
+    elif isinstance(value, str):
+        return value
+    kinds = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+    wanted = " or ".join(kinds[t] for t in admits if t in kinds) or "a string"
+    return _refused(where, wanted, value)
+
+
+def _refused(where: str, wanted: str, value: Any) -> Any:
+    shown = "true" if value is True else "false" if value is False else repr(value)
+    raise UsageError(f"{where}: takes {wanted}, got {shown}")
 
 
 def storage_environment(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:

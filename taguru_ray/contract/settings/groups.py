@@ -101,7 +101,8 @@ class Run(Group):
 
     config: Annotated[
         str | None,
-        Knob("read KEY=VALUE variables from FILE (the environment beats it, a flag beats both)",
+        Knob("read settings from FILE: KEY=VALUE variables, or a .toml run file naming any "
+             "setting (--print-config writes one); the environment beats it, a flag beats both",
              flag="--config", env="TAGURU_CONFIG", metavar="FILE", parse=values.location),
     ] = None
     dry_run: Annotated[
