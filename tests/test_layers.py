@@ -32,6 +32,7 @@ RANKS = {
     "benchmark": 5,  # benchmark extract runs extract as a child; compare is pure
     "context": 3,  # the embedded Taguru context: store, import, search semantics
     "serve": 5,  # its HTTP server
+    "report": 5,  # the report page: reads with tools/ and benchmark/compare, draws SVG
     "sessions": 1,  # agent sessions: converters, index, the extraction program (pure + sqlite)
     "cli": 6,
     "api": 6,  # the Python API: extract() -> RunResult, over the engine

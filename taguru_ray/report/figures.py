@@ -7,6 +7,7 @@ its viewBox so the page scales it. A figure with nothing to draw says so in a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from html import escape
 
@@ -51,6 +52,14 @@ def _frame(title: str, x_label: str, y_label: str, y_max: float, x_min: float,
     return parts
 
 
+def nice(value: float) -> float:
+    """The least of 1, 2, 2.5 or 5 times a power of ten at or above `value`: round ticks."""
+    if value <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(value))
+    return next(step * power for step in (1, 2, 2.5, 5, 10) if step * power >= value)
+
+
 def _x(value: float, low: float, high: float) -> float:
     span = high - low or 1.0
     return LEFT + (value - low) / span * (WIDTH - LEFT - RIGHT)
@@ -62,7 +71,7 @@ def _y(value: float, high: float) -> float:
 
 def _short(value: float) -> str:
     if abs(value) >= 1000:
-        return f"{value / 1000:.1f}k"
+        return f"{value / 1000:.3g}k"
     return f"{value:.0f}" if value == int(value) else f"{value:.2f}"
 
 
@@ -73,7 +82,7 @@ def lines(title: str, series: Sequence[Series], x_label: str, y_label: str) -> s
         return empty(f"{title}: nothing to draw")
     x_min = min(min(xs) for _, xs, _ in drawn)
     x_max = max(max(xs) for _, xs, _ in drawn)
-    y_max = max(max(ys) for _, _, ys in drawn) or 1.0
+    y_max = nice(max(max(ys) for _, _, ys in drawn))
     parts = _frame(title, x_label, y_label, y_max, x_min, x_max)
     for i, (label, xs, ys) in enumerate(drawn):
         colour = COLOURS[i % len(COLOURS)]
@@ -99,7 +108,7 @@ def histogram(title: str, values: Sequence[float], x_label: str, bins: int = 20)
     counts = [0] * bins
     for value in values:
         counts[min(int((value - low) / width), bins - 1)] += 1
-    y_max = max(counts)
+    y_max = nice(max(counts))
     parts = _frame(title, x_label, "completions", y_max, low, low + width * bins)
     step = (WIDTH - LEFT - RIGHT) / bins
     for i, n in enumerate(counts):

@@ -30,7 +30,8 @@ HEADINGS = (
 )
 TOP = 10
 STYLE = """
-body{font:14px/1.4 system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#222}
+body{font:14px/1.4 system-ui,sans-serif;margin:24px auto;max-width:960px;padding:0 20px;
+color:#222}.kv{display:flex;flex-wrap:wrap;gap:6px 18px}.kv b{font-variant-numeric:tabular-nums}
 h1{font-size:22px}h2{border-bottom:2px solid #ddd;padding-top:12px}h3{margin-bottom:4px}
 svg{width:100%;max-width:720px;height:auto;display:block;margin:6px 0}
 svg text{font-size:11px;fill:#333}svg .title{font-size:13px;font-weight:600}
@@ -81,8 +82,13 @@ def _run(run: RunView) -> str:
 
 
 def _summary(run: RunView) -> str:
-    shown = {k: v for k, v in run.summary.items() if v is not None}
-    return _table(list(shown), [list(shown.values())]) if shown else ""
+    """The run's headline values (`metrics`' summary), as name-value boxes that wrap."""
+    shown = [
+        f"<span><b>{_number(v) if _is_number(v) else escape(str(v))}</b> {escape(k)}</span>"
+        for k, v in run.summary.items()
+        if v is not None
+    ]
+    return f'<div class="kv">{"".join(shown)}</div>' if shown else ""
 
 
 def _throughput(run: RunView) -> str:
@@ -230,12 +236,15 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     for row in rows:
         out.append("<tr>")
         for value in row:
-            number = isinstance(value, int | float) and not isinstance(value, bool)
-            out.append(f'<td class="n">{_number(value)}</td>' if number else
+            out.append(f'<td class="n">{_number(value)}</td>' if _is_number(value) else
                        f"<td>{escape('-' if value is None else str(value))}</td>")  # fmt: skip
         out.append("</tr>")
     out.append("</table>")
     return "".join(out)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _number(value: float) -> str:
