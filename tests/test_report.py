@@ -65,7 +65,8 @@ def test_the_page_names_no_url_and_runs_no_script(tmp_path: Path) -> None:
     assert "<script" not in page and "<link" not in page
     # The one URL is the SVG namespace, which is a name, never fetched.
     assert set(re.findall(r"https?://[^\s\"'<>]+", page)) <= {"http://www.w3.org/2000/svg"}
-    assert page.count("<h2>") == 2  # a section per run
+    assert page.count("<h2>") == 3  # the runs side by side, then a section per run
+    assert "<h2>Runs</h2>" in page and "latency, cumulative share per run" in page
     assert "escalate" in page and "split" in page  # run-b's ladder moves
 
 

@@ -93,8 +93,8 @@ def lines(title: str, series: Sequence[Series], x_label: str, y_label: str) -> s
                      'stroke-width="1.5"/>')  # fmt: skip
         if len(drawn) > 1:
             y = TOP + 12 * i
-            parts.append(f'<text x="{WIDTH - RIGHT - 4}" y="{y + 4}" text-anchor="end" '
-                         f'fill="{colour}">{escape(label)}</text>')  # fmt: skip
+            parts.append(f'<text x="{LEFT + 8}" y="{y + 4}" fill="{colour}" '
+                         f'class="legend">{escape(label)}</text>')  # fmt: skip
     parts.append("</svg>")
     return "".join(parts)
 

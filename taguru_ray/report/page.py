@@ -36,6 +36,7 @@ h1{font-size:22px}h2{border-bottom:2px solid #ddd;padding-top:12px}h3{margin-bot
 svg{width:100%;max-width:720px;height:auto;display:block;margin:6px 0}
 svg text{font-size:11px;fill:#333}svg .title{font-size:13px;font-weight:600}
 svg .axis{stroke:#888;stroke-width:1}
+svg .legend{paint-order:stroke;stroke:#fff;stroke-width:3px}
 table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ddd;padding:2px 8px}
 td.n{text-align:right;font-variant-numeric:tabular-nums}.empty,.note{color:#777}
 """
@@ -46,6 +47,8 @@ def render(data: ReportData) -> str:
     body += [f'<p class="note">{escape(note)}</p>' for note in data.notes]
     if data.wide:
         body.append(_wide(data))
+    elif len(data.runs) > 1:
+        body.append(_runs(data.runs))
     for run in data.runs:
         body.append(_run(run))
     return (
@@ -67,6 +70,36 @@ def _wide(data: ReportData) -> str:
         + _table(head, rows)
         + figures.bars("completions per second, per cell", throughput, "/s")
     )
+
+
+def _runs(runs: Sequence[RunView]) -> str:
+    """Several runs side by side: their headline numbers, and latency as one CDF each."""
+    head = ["run", "completions", "p50 s", "p99 s", "input tokens", "output tokens", "cost $",
+            "bound"]  # fmt: skip
+    rows = []
+    curves = []
+    for run in runs:
+        seconds = sorted(c.seconds for c in run.completions)
+        rows.append([
+            run.label, len(seconds),
+            nearest_rank(seconds, 50) if seconds else None,
+            nearest_rank(seconds, 99) if seconds else None,
+            sum(c.input_tokens for c in run.completions),
+            sum(c.output_tokens for c in run.completions),
+            run.summary.get("cost_usd"), _bound_word(run),
+        ])  # fmt: skip
+        shares = [(i + 1) / len(seconds) for i in range(len(seconds))]
+        curves.append((run.label, seconds, shares))
+    return (
+        "<h2>Runs</h2>"
+        + _table(head, rows)
+        + figures.lines("latency, cumulative share per run", curves, "seconds", "share")
+    )
+
+
+def _bound_word(run: RunView) -> str | None:
+    words = [str(g["bound"]) for g in run.gateways if isinstance(g.get("bound"), str)]
+    return ", ".join(words) if words else run.bound
 
 
 def _run(run: RunView) -> str:
