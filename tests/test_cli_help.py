@@ -35,7 +35,7 @@ ARGPARSE = {
     "sessions": ("PARSERS",),
 }
 # Verbs that parse their argv by hand: their help is a text the test reads instead.
-HAND_ROLLED = ("benchmark_compare", "benchmark_search", "sessions_extract")
+HAND_ROLLED = ("benchmark_compare", "benchmark_search", "completion", "sessions_extract")
 # Modules that parse no flags of their own: the shared helpers and a sub-verb dispatcher.
 # boundary: the net under every verb; sessions_use: its parsers are in sessions.PARSERS.
 NO_PARSER = ("args", "benchmark", "boundary", "sessions_use")
@@ -127,6 +127,7 @@ VERBS_HELP = [
     ["sessions", "search"],
     ["sessions", "show"],
     ["sessions", "extract"],
+    ["completion"],
 ]
 
 
@@ -179,6 +180,10 @@ UNKNOWN_FLAG = [
         f"taguru-ray: benchmark search: unknown flag '--bogus'{hint('benchmark search')}",
     ),
     (["sessions", "--bogus"], f"taguru-ray: sessions: unknown verb '--bogus'{hint('sessions')}"),
+    (
+        ["completion", "--bogus"],
+        f"taguru-ray: completion: takes one of bash, zsh, fish, got --bogus{hint('completion')}",
+    ),
     (["sessions", "import", "--store", "s", "a.jsonl", "--bogus"], unrecognized("sessions import")),
     (["sessions", "list", "--store", "s", "--bogus"], unrecognized("sessions list")),
     (["sessions", "search", "--store", "s", "sake", "--bogus"], unrecognized("sessions search")),

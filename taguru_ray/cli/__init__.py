@@ -17,6 +17,7 @@ VERBS = {
     "anchoring": "anchoring", "metrics": "metrics", "verify": "verify",
     "benchmark": "benchmark", "serve": "serve", "import": "import_", "search": "search",
     "evaluate": "evaluate", "sessions": "sessions", "report": "report",
+    "completion": "completion",
 }
 
 USAGE = """\
@@ -36,6 +37,7 @@ verbs:
   evaluate   gate a context's retrieval and citations on eval.jsonl (exit 3 on a regression)
   serve      answer Taguru's HTTP API for an embedded context store (--store DIR)
   sessions   import coding-agent sessions into a full-text index; list, search, show them
+  completion print a shell completion script: bash, zsh or fish
 
 taguru-ray <verb> --help shows a verb's options.
 taguru-ray --debug <verb> … prints the traceback of an unexpected error (TAGURU_RAY_DEBUG=1).
