@@ -377,6 +377,8 @@ def test_the_demo_script_extracts_the_sample_corpus(tmp_path: Path, ray_address:
     assert len(list(out.glob("*.jsonl"))) == 3
     assert (out / ".extract-manifest.json").exists()
     assert len(list((out / ".extract-trace").glob("*.attempts.jsonl"))) == 3
+    page = (tmp_path / "demo-report.html").read_text(encoding="utf-8")  # README's report
+    assert "<h3>What bounded the run</h3>" in page and "bound_why" in page
 
 
 def test_a_manifest_that_cannot_be_written_at_the_end_still_ends_with_the_summary(
