@@ -332,3 +332,39 @@ def test_optional_value_flags_take_only_their_words() -> None:
     flags = parse_flags(["--progress", "--redact", "pii", "docs"])
     assert (flags["redact"], flags["progress"], flags["paths"]) == ("pii", "bar", ["docs"])
     assert parse_flags(["--no-progress", "d"])["progress"] == "off"
+
+
+def test_an_optional_value_flag_never_swallows_a_path_or_a_bad_value(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    flags = parse_flags(["--redact", "docs/", "--progress", "notes.md"])
+    assert (flags["redact"], flags["progress"], flags["paths"]) == (
+        "both",
+        "bar",
+        ["docs/", "notes.md"],
+    )
+    assert parse_flags(["--redact", "PII", "d"])["redact"] == "pii"
+    for argv, line in (
+        (
+            ["--progress", "line", "d"],
+            "--progress line: not one of auto, bar, lines, off — did "
+            "you mean --progress lines? (a segment named line reads as ./line)",
+        ),
+        (
+            ["--redact", "pi", "d"],
+            "--redact pi: not one of secrets, pii — did you mean "
+            "--redact pii? (a segment named pi reads as ./pi)",
+        ),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            parse_flags(argv)
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert err == f"taguru: extract: {line} — try 'taguru-ray extract --help'\n"
+    # A folder that is there is a path, however near a mode its name is.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "line").mkdir()
+    assert parse_flags(["--progress", "line"])["paths"] == ["line"]
+    # Given with =, a value that is no mode is refused by name, never taken as a path.
+    assert usage("--redact=docs/").startswith("--redact: takes 1/true")
+    assert usage("--progress=docs/").startswith("--progress: takes auto, bar, lines or off")

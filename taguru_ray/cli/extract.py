@@ -123,7 +123,10 @@ def _help(declared: Declared) -> str:
 
 def _normalise_optional(argv: Sequence[str]) -> list[str]:
     """A flag whose value is optional (``--redact``, ``--progress``) consumes the next
-    word only when it is one of the words it takes; alone, it means its bare value."""
+    word only when it is one of the words it takes (in any case); alone, it means its
+    bare value. So it never swallows an input path (``--redact docs/``: docs/ is a
+    segment folder), and a near miss of its words that is no file (``--progress line``)
+    is refused by name instead of read as a path that is not there."""
     from taguru_ray.settings import declarations
 
     optional = {d.knob.flag: d.knob for d in declarations() if d.knob.form == "optional"}
@@ -136,15 +139,34 @@ def _normalise_optional(argv: Sequence[str]) -> list[str]:
             out.extend(items[i:])
             break
         knob = optional.get(token)
+        following = items[i + 1] if i + 1 < len(items) else None
         if knob is None:
             out.append(token)
-        elif i + 1 < len(items) and items[i + 1] in knob.takes:
-            out.append(f"{token}={items[i + 1]}")
+        elif following is not None and following.lower() in knob.takes:
+            out.append(f"{token}={following.lower()}")
             i += 1
         else:
+            if following is not None:
+                _refuse_near_miss(token, following, knob.takes)
             out.append(f"{token}={knob.bare}")
         i += 1
     return out
+
+
+def _refuse_near_miss(flag: str, word: str, takes: tuple[str, ...]) -> None:
+    """A word after an optional-value flag that reads as a misspelt value of it, and is
+    neither path-like nor an existing file, is a usage error naming the nearest value."""
+    import difflib
+    import os
+
+    if word.startswith("-") or any(c in word for c in "/.:\\") or os.path.exists(word):
+        return
+    near = difflib.get_close_matches(word.lower(), takes, n=1, cutoff=0.75)
+    if near:
+        _Parser(prog="taguru-ray extract").error(
+            f"{flag} {word}: not one of {', '.join(takes)} — did you mean {flag} {near[0]}? "
+            f"(a segment named {word} reads as ./{word})"
+        )
 
 
 def parse_flags(argv: Sequence[str]) -> dict[str, Any]:
