@@ -15,6 +15,7 @@ import pytest
 from taguru_ray.benchmark.compare.wide import render_wide_csv, render_wide_text, wide_rows
 from taguru_ray.cli.benchmark_compare import main as compare_main
 from taguru_ray.cli.report import main
+from taguru_ray.report import figures
 from taguru_ray.report.page import HEADINGS
 from tests.test_benchmark_compare_artifacts import saturated
 
@@ -70,8 +71,16 @@ def test_the_page_names_no_url_and_runs_no_script(tmp_path: Path) -> None:
     assert "escalate" in page and "split" in page  # run-b's ladder moves
 
 
-def test_a_missing_out_is_a_usage_error(tmp_path: Path) -> None:
+def test_a_missing_out_or_sidecar_is_a_usage_error(tmp_path: Path) -> None:
     assert main([str(tmp_path / "nowhere"), "--html", str(tmp_path / "r.html")]) == 2
+    missing = ["--diagnostics", str(tmp_path / "nowhere.jsonl")]
+    assert main([str(RECORDS / "run-a"), *missing, "--html", str(tmp_path / "r.html")]) == 2
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_a_label_from_the_records_is_text_never_markup() -> None:
+    drawn = figures.bars("t", [("<script>alert(1)</script>", 1.0)], "s")
+    assert "<script>" not in drawn and "&lt;script&gt;" in drawn
 
 
 def test_a_benchmark_page_shows_its_cells_wide(tmp_path: Path) -> None:
@@ -121,17 +130,18 @@ def chromium(*args: str) -> subprocess.CompletedProcess[str]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
-@pytest.mark.skipif(
+needs_chromium = pytest.mark.skipif(
     not Path(CHROMIUM).exists(),
     reason=f"{CHROMIUM} is not installed (apt-get install -y chromium; .ci/run does)",
 )
+
+
+@needs_chromium
 def test_the_page_renders_in_headless_chromium_with_its_figures(tmp_path: Path) -> None:
     out = RECORDS / "run-a"
     report(tmp_path, str(out), "--diagnostics", str(sidecar(tmp_path, out)))
     html = tmp_path / "report.html"
-    dumped = chromium("--dump-dom", html.as_uri())
-    assert dumped.returncode == 0, dumped.stderr[-2000:]
-    dom = dumped.stdout
+    dom = rendered(html)
     assert dom.count("<svg") >= 6 and dom.count("<polyline") >= 1 and "<rect" in dom
     for heading in HEADINGS:
         assert f"<h3>{heading}</h3>" in dom
@@ -140,3 +150,20 @@ def test_the_page_renders_in_headless_chromium_with_its_figures(tmp_path: Path) 
     assert taken.returncode == 0, taken.stderr[-2000:]
     data = shot.read_bytes()
     assert data.startswith(b"\x89PNG") and len(data) > 10_000
+
+
+@needs_chromium
+def test_a_benchmark_page_renders_with_a_time_series_per_cell(tmp_path: Path) -> None:
+    results = saturated(tmp_path / "results")
+    results.write()
+    report(tmp_path, str(results.root))
+    dom = rendered(tmp_path / "report.html")
+    cells = len(list((results.root / "runs").glob("*.jsonl")))
+    assert "<h2>Cells</h2>" in dom and dom.count("<h3>Throughput and in flight</h3>") == cells
+
+
+def rendered(html: Path) -> str:
+    """The DOM Chromium built from `html`."""
+    dumped = chromium("--dump-dom", html.as_uri())
+    assert dumped.returncode == 0, dumped.stderr[-2000:]
+    return dumped.stdout

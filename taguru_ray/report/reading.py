@@ -21,6 +21,7 @@ from taguru_ray.benchmark.compare.wide import WideRow, wide_rows
 from taguru_ray.contract.records.attempts import AttemptRecord, MoveRecord
 from taguru_ray.contract.records.sidecar import GatewayRecord
 from taguru_ray.contract.records.trace import LossTrace
+from taguru_ray.errors import UsageError
 from taguru_ray.pricing.table import Prices
 from taguru_ray.tools.metric_tables import headline, money
 from taguru_ray.tools.metrics_read import collect_urls, report_notes
@@ -159,8 +160,11 @@ def _fold_losses(view: RunView, name: str, trace: Lines) -> None:
 
 def _gateways(path: str) -> list[dict[str, Any]]:
     """The gateway records of a diagnostics sidecar (CONTRACT.md section 4.3)."""
-    with fsspec.open(path, "rb") as handle:
-        lines = read_lines(handle.read())
+    try:
+        with fsspec.open(path, "rb") as handle:
+            lines = read_lines(handle.read())
+    except OSError as error:
+        raise UsageError(f"--diagnostics {path}: {error.strerror or error}") from None
     return [r for r in lines.of_type(GatewayRecord.TYPE) if GatewayRecord.view(r) is not None]
 
 
