@@ -1,4 +1,4 @@
-"""The memory card and brief asks are logged (`sessions/memory_run.py`): one record a
+"""The memory card and brief asks are logged (`cli/sessions_memory.py`): one record a
 ask in ``STORE/.ledger/memory.jsonl`` — what, about whom, model, tokens, seconds,
 state — and the run's summary line counts them."""
 
@@ -8,10 +8,10 @@ import asyncio
 from pathlib import Path
 
 from taguru_ray.cli import main
+from taguru_ray.cli.sessions_memory import _Asker
 from taguru_ray.contract.completion import Completion, CompletionRequest
 from taguru_ray.sessions import ledger
 from taguru_ray.sessions.memory import Fact, MemoryStore
-from taguru_ray.sessions.memory_run import _Asker
 from taguru_ray.settings import Settings
 from taguru_ray.simulate.answers import answer
 from tests.support import CONTEXT, REPO

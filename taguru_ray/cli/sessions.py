@@ -23,6 +23,9 @@ folder: one SQLite file). Output lines about a turn start with its handle
 - ``recall``, ``replay``, ``expand``, ``brief``: `cli/sessions_use.py`.
 
 The exit codes come from the errors' types (`taguru_ray.errors`), decided nowhere else.
+It runs over 400 lines because each verb's parser sits beside the verb it parses, and
+the import verb's walk, refusals and notes are one piece; `sessions_use.py` and
+`sessions_extract.py` hold the verbs that stand apart.
 """
 
 from __future__ import annotations

@@ -181,7 +181,7 @@ def _run(
 
 def _remember(store_dir: str, settings: Any, sessions: Sequence[Any]) -> None:
     """The facts into the store, then the pending memory cards and briefs (memory_run)."""
-    from taguru_ray.sessions.memory_run import remember
+    from taguru_ray.cli.sessions_memory import remember
 
     tally = remember(
         store_dir, settings, sessions, lambda line: print(PREFIX + line, file=sys.stderr)

@@ -15,7 +15,7 @@ keyed by (agent, session_id) and stamped with what it was made from:
 
 Pending is therefore never a flag to forget to clear: it is "no record made from
 what is there now", computed on read, and a later `sessions extract` fills exactly
-those (`memory_run`). See ADR 0052.
+those (`cli/sessions_memory.py`). See ADR 0052.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ the written, traced segments only; the cost-side tables (attempts, moves,
 cost) list every segment, a failed one marked so; the ``failed`` table
 counts the failed segments apart, each with the command that opens the piece
 that never reached a valid answer. Rates are None ("-") when their
-denominator is zero.
+denominator is zero. It runs over 400 lines since the sessions' stage table joined
+(issue 38): every table is one short builder, and they share the scopes.
 """
 
 from __future__ import annotations
