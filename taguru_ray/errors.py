@@ -14,6 +14,18 @@ EXIT_INTERRUPTED = 130
 
 # Every stderr line about the run starts so, as the reference tool's do (users grep it).
 MESSAGE_PREFIX = "taguru: extract: "
+# Where the reference's wording is the contract, its prefix; every other command's lines
+# start ``taguru-ray: <command>: `` with the command as typed, sub-verb included (ADR 0058).
+REFERENCE_PREFIXES = {
+    "extract": MESSAGE_PREFIX,  # CONTRACT.md, seed 000
+    "sessions extract": MESSAGE_PREFIX,  # extract's flags, parser and engine over sessions
+    "benchmark extract": "taguru: benchmark: ",  # BENCHMARK.md 1.2, 1.7
+}
+
+
+def prefix(command: str) -> str:
+    """The start of every stderr line `command` (``sessions import``) prints."""
+    return REFERENCE_PREFIXES.get(command, f"taguru-ray: {command}: ")
 
 
 def exit_code(failed: int, stopped: bool) -> int:

@@ -312,7 +312,7 @@ def test_cli_runtime_failure_is_one_line_and_exit_1(
     (tmp_path / "runs/m.run01.jsonl").unlink()
     assert main([str(tmp_path)]) == 1
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1 and err[0].startswith("taguru-ray: benchmark: ")
+    assert len(err) == 1 and err[0].startswith("taguru-ray: benchmark compare: ")
     assert "m.run01" in err[0]
     assert not (tmp_path / "measurements.json").exists()
 

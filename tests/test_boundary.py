@@ -26,7 +26,7 @@ def test_an_escaped_exception_is_one_line_naming_the_verb_and_its_inputs(
     assert code == 1
     err = capsys.readouterr().err
     (line,) = err.splitlines()
-    assert line.startswith("taguru-ray: extract: unexpected ValueError on --api-key [redacted] ")
+    assert line.startswith("taguru: extract: unexpected ValueError on --api-key [redacted] ")
     assert "this is a bug" in line and "Traceback" not in err
     assert "sk-live-0123456789" not in err
     (kept,) = tmp_path.glob("taguru-ray-extract-*.traceback")

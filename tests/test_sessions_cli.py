@@ -180,7 +180,7 @@ def test_a_short_query_scans_and_says_so(capsys: pytest.CaptureFixture[str], sto
     code, out, err = run(capsys, "search", "起動", "--store", str(store))
     assert code == 0 and [line.split()[0] for line in out] == ["cc:3f2a#2"]
     assert err == [
-        "taguru-ray: sessions: every word is under 3 characters: every turn was scanned, "
+        "taguru-ray: sessions search: every word is under 3 characters: every turn was scanned, "
         "and the hits are in session order, not ranked"
     ]
     _, out, _ = run(capsys, "search", "起動", "--json", "--store", str(store))
@@ -193,7 +193,7 @@ def test_no_hit_is_exit_0_with_a_note_on_stderr(
 ) -> None:
     code, out, err = run(capsys, "search", "nowhere to be found", "--store", str(store))
     assert (code, out) == (0, [])
-    assert err == ["taguru-ray: sessions: no turn holds 'nowhere to be found'"]
+    assert err == ["taguru-ray: sessions search: no turn holds 'nowhere to be found'"]
 
 
 @pytest.mark.parametrize("argv", [["--limit", "0"], ["--agent", "vim"], ["--limit", "x"]])

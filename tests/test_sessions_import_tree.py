@@ -67,7 +67,7 @@ def test_a_claude_projects_tree_imports_with_one_note_per_file_skipped(
         f"{project}/{SESSION}.jsonl: added cc:{SESSION} (28 turns)",
         f"{project}/{SESSION}/subagents/agent-a1b2.jsonl: added cc:{SESSION}/agent-a1b2 (2 turns)",
     ]
-    prefix = "taguru-ray: sessions: "
+    prefix = "taguru-ray: sessions import: "
     assert err == [
         f"{prefix}{project}/{SESSION}/subagents/agent-a1b2.meta.json: skipped — a subagent's "
         "metadata (*.meta.json), not a session",

@@ -122,7 +122,7 @@ def test_sessions_import_names_an_unlisted_subfolder_as_root_too(
     out, err = capsys.readouterr()
     assert code == 1
     assert err.splitlines() == [
-        f"taguru-ray: sessions: {tree}/locked: cannot read it (Permission denied) — its "
+        f"taguru-ray: sessions import: {tree}/locked: cannot read it (Permission denied) — its "
         "session files were not imported; make it readable and import again",
     ]
     assert [line.split(":")[0] for line in out.splitlines()] == [f"{tree}/top.jsonl"]

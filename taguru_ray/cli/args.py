@@ -10,7 +10,7 @@ from typing import NoReturn
 import fsspec
 
 from taguru_ray.contract.settings.values import location as _location
-from taguru_ray.errors import EXIT_USAGE
+from taguru_ray.errors import EXIT_USAGE, prefix
 
 
 def write_report(path: str, data: object) -> str | None:
@@ -44,7 +44,8 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Name
 
 class OneLineParser(argparse.ArgumentParser):
     """A parser whose usage errors are one line and a hint, not the whole usage, and whose
-    value flags may not be given twice (never last-wins)."""
+    value flags may not be given twice (never last-wins). The line starts as every other
+    line of its command does (`taguru_ray.errors.prefix`)."""
 
     def __init__(self, *args: object, label: str, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -53,7 +54,7 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(
             EXIT_USAGE,
-            f"taguru-ray: {self.label}: {message} — try 'taguru-ray {self.label} --help'\n",
+            f"{prefix(self.label)}{message} — try 'taguru-ray {self.label} --help'\n",
         )
 
     def parse_once(self, argv: Sequence[str]) -> argparse.Namespace:

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from taguru_ray.benchmark.compare import compute, publish
 from taguru_ray.benchmark.compare.wide import render_wide_text
 from taguru_ray.contract.settings.values import location
-from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError
+from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError, prefix
 
-PREFIX = "taguru-ray: benchmark: "
+PREFIX = prefix("benchmark compare")
 
 USAGE = """\
 usage: taguru-ray benchmark compare [--with-text] RESULTS_DIR

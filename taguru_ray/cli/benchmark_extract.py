@@ -53,6 +53,7 @@ from taguru_ray.errors import (
     StartupError,
     TaguruRayError,
     UsageError,
+    prefix,
 )
 from taguru_ray.settings.resolve import UUID_RE, check_persists
 from taguru_ray.store.inputs import read_regular
@@ -60,7 +61,7 @@ from taguru_ray.store.outdir import OutDir
 from taguru_ray.store.run_inputs import read_run_inputs
 
 LABEL = "benchmark extract"
-PREFIX = "taguru-ray: benchmark: "
+PREFIX = prefix(LABEL)  # taguru: benchmark: (BENCHMARK.md, ADR 0058)
 MODELS_LIMIT = 1024 * 1024
 
 
@@ -137,7 +138,7 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _usage(message: str) -> int:
-    print(f"taguru-ray: {LABEL}: {message} — try 'taguru-ray {LABEL} --help'", file=sys.stderr)
+    print(f"{PREFIX}{message} — try 'taguru-ray {LABEL} --help'", file=sys.stderr)
     return EXIT_USAGE
 
 

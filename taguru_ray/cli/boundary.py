@@ -18,6 +18,7 @@ import traceback
 from collections.abc import Callable, Sequence
 
 from taguru_ray.contract.cli_variables import DEBUG
+from taguru_ray.errors import prefix
 from taguru_ray.text.terminal import printable
 
 DEBUG_ENV = DEBUG
@@ -67,6 +68,22 @@ def inputs_of(argv: Sequence[str]) -> str:
     return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
 
 
+# The verbs that take a sub-verb, and theirs: a line names the command as typed.
+SUB_VERBS: dict[str, tuple[str, ...]] = {
+    "benchmark": ("extract", "compare", "search"),
+    "evaluate": ("compare",),
+    "sessions": ("import", "list", "search", "show", "extract", "recall", "replay", "expand",
+                 "brief"),
+}
+
+
+def command_of(verb: str, argv: Sequence[str]) -> str:
+    """``sessions import`` for ``sessions import …``; the verb alone otherwise."""
+    if argv and argv[0] in SUB_VERBS.get(verb, ()):
+        return f"{verb} {argv[0]}"
+    return verb
+
+
 def guarded(verb: str, run: Callable[[Sequence[str]], int], argv: Sequence[str],
             *, debug: bool) -> int:
     """``run(argv)``, with an escaped exception turned into one line and exit 1."""
@@ -79,7 +96,8 @@ def guarded(verb: str, run: Callable[[Sequence[str]], int], argv: Sequence[str],
         text = scrub("".join(traceback.format_exception(error)), secrets)
         where = _keep(verb, text)
         kind = type(error).__name__
-        print(f"taguru-ray: {verb}: unexpected {kind} on {inputs_of(argv)} — this is a bug; "
+        print(f"{prefix(command_of(verb, argv))}unexpected {kind} on {inputs_of(argv)} — "
+              "this is a bug; "
               f"the traceback is in {where}", file=sys.stderr)
         if debug:
             print(text, end="", file=sys.stderr)

@@ -22,27 +22,13 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
+from taguru_ray.cli.boundary import SUB_VERBS as BOUNDARY_SUB_VERBS
 from taguru_ray.errors import EXIT_USAGE
 
 PROGRAM = "taguru-ray"
 SHELLS = ("bash", "zsh", "fish")
-# A verb's sub-verbs, and the parser factory of those that have one (module, name, key).
-SUB_VERBS: dict[str, tuple[str, ...]] = {
-    "completion": SHELLS,
-    "benchmark": ("extract", "compare", "search"),
-    "evaluate": ("compare",),
-    "sessions": (
-        "import",
-        "list",
-        "search",
-        "show",
-        "extract",
-        "recall",
-        "replay",
-        "expand",
-        "brief",
-    ),
-}
+# A verb's sub-verbs (the boundary's table), and the parser factory of those that have one.
+SUB_VERBS: dict[str, tuple[str, ...]] = {**BOUNDARY_SUB_VERBS, "completion": SHELLS}
 SUB_PARSERS: dict[tuple[str, str], tuple[str, str]] = {
     ("benchmark", "extract"): ("benchmark_extract", "parser"),
     ("evaluate", "compare"): ("evaluate_compare", "parser"),

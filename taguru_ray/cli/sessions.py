@@ -47,7 +47,7 @@ from taguru_ray import __version__
 from taguru_ray.cli import sessions_use
 from taguru_ray.cli.args import OneLineParser, location
 from taguru_ray.contract.settings.values import passphrase
-from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError, UsageError
+from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError, UsageError, prefix
 from taguru_ray.sessions import ledger
 from taguru_ray.sessions.events import AGENTS
 from taguru_ray.sessions.index import SessionStore
@@ -59,7 +59,9 @@ from taguru_ray.store.walk import Unlisted, reach, walk
 from taguru_ray.text.redact import Rule, RulesError, parse_rules_file
 from taguru_ray.text.terminal import printable
 
-PREFIX = "taguru-ray: sessions: "
+PREFIX = prefix("sessions")  # a line before the sub-verb is known
+IMPORT, LIST = prefix("sessions import"), prefix("sessions list")
+SEARCH, SHOW = prefix("sessions search"), prefix("sessions show")
 SESSION_SUFFIXES = (".jsonl", ".json")
 # Files of an agent's folder that are known not to be sessions: skipped by name, with a note
 # (Claude Code writes subagents/agent-<id>.meta.json beside each subagent's JSONL).
@@ -104,13 +106,14 @@ def main(argv: Sequence[str]) -> int:
     except SystemExit as exit_:
         return exit_.code if isinstance(exit_.code, int) else EXIT_USAGE
     if "://" in args.store:
-        print(f"{PREFIX}--store {args.store}: the store is one SQLite file, so a local folder "
-              "— the session files themselves may be URLs", file=sys.stderr)  # fmt: skip
+        print(f"{prefix(f'sessions {verb}')}--store {args.store}: the store is one SQLite "
+              "file, so a local folder — the session files themselves may be URLs",
+              file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
     try:
         return run(args)
     except TaguruRayError as error:
-        print(f"{PREFIX}{error}", file=sys.stderr)
+        print(f"{prefix(f'sessions {verb}')}{error}", file=sys.stderr)
         return error.exit_code
 
 
@@ -205,11 +208,11 @@ def _import(args: argparse.Namespace) -> int:
             with fsspec.open(args.redact_rules, "rb") as handle:
                 rules, rules_sha256 = parse_rules_file(handle.read(), path=args.redact_rules)
         except (OSError, RulesError) as error:
-            print(f"{PREFIX}{error}", file=sys.stderr)
+            print(f"{IMPORT}{error}", file=sys.stderr)
             return EXIT_USAGE
     one_log = args.id is not None or args.started_at is not None
     if one_log and len(args.paths) != 1:
-        print(f"{PREFIX}{ONE_LOG}", file=sys.stderr)
+        print(f"{IMPORT}{ONE_LOG}", file=sys.stderr)
         return EXIT_USAGE
     files: list[tuple[str, fsspec.AbstractFileSystem, str]] = []
     walked: set[str] = set()  # files a folder walk found, not named: not-a-session skips
@@ -219,25 +222,25 @@ def _import(args: argparse.Namespace) -> int:
             found, skipped = _session_files(path)
             walked.update(name for name, _, _ in found if name != path)
         except FileNotFoundError:
-            print(f"{PREFIX}{printable(path)}: no such file or folder", file=sys.stderr)
+            print(f"{IMPORT}{printable(path)}: no such file or folder", file=sys.stderr)
             return EXIT_USAGE
         except OSError as error:  # hidden by a folder on its way: said; the rest imported
             found, skipped = [], [Unlisted(path, error.strerror or str(error))]
         for folder in skipped:  # its files are unknown: said, and the exit is 1
-            print(f"{PREFIX}{printable(folder.folder)}: cannot read it ({folder.why}) — its "
+            print(f"{IMPORT}{printable(folder.folder)}: cannot read it ({folder.why}) — its "
                   "session files were not imported; make it readable and import again",
                   file=sys.stderr)  # fmt: skip
         unlisted += len(skipped)
         if not found and not skipped:
-            print(f"{PREFIX}{printable(path)}: no session file (*.jsonl, *.json) in it",
+            print(f"{IMPORT}{printable(path)}: no session file (*.jsonl, *.json) in it",
                   file=sys.stderr)  # fmt: skip
         for name, _, _ in found:
             if name != path and name.endswith(SKIPPED_SUFFIXES):
-                print(f"{PREFIX}{printable(name)}: skipped — a subagent's metadata "
+                print(f"{IMPORT}{printable(name)}: skipped — a subagent's metadata "
                       "(*.meta.json), not a session", file=sys.stderr)  # fmt: skip
         files.extend(f for f in found if f[0] == path or not f[0].endswith(SKIPPED_SUFFIXES))
     if one_log and [name for name, _, _ in files] != args.paths:  # a folder
-        print(f"{PREFIX}{ONE_LOG}", file=sys.stderr)
+        print(f"{IMPORT}{ONE_LOG}", file=sys.stderr)
         return EXIT_USAGE
     key = _mask_key() if args.mask else b""
     importer = _Importer(args.format, args.mask, rules, rules_sha256, key)
@@ -306,7 +309,7 @@ class _Importer:
                 return False
             # An agent's folder holds files that are no session by design: said, skipped.
             why = str(refusal).removeprefix(f"{name}: ")
-            print(f"{PREFIX}{printable(name)}: skipped — {printable(why)}", file=sys.stderr)
+            print(f"{IMPORT}{printable(name)}: skipped — {printable(why)}", file=sys.stderr)
             return True
         except SessionRefused as refusal:
             print(printable(str(refusal)), file=sys.stderr)  # names places, never content
@@ -364,7 +367,7 @@ def _list(args: argparse.Namespace) -> int:
         print(json.dumps({"sessions": listed}, ensure_ascii=False))
         return EXIT_OK
     if not rows:
-        print(f"{PREFIX}the store holds no session yet", file=sys.stderr)
+        print(f"{LIST}the store holds no session yet", file=sys.stderr)
     for row, summary in zip(rows, summaries, strict=True):
         facts = "-" if row.facts is None else str(row.facts)
         done = "" if summary is None else f"  {printable(str(summary))}"
@@ -382,10 +385,10 @@ def _search(args: argparse.Namespace) -> int:
         print(json.dumps(body, ensure_ascii=False))
         return EXIT_OK
     if short and not indexed:
-        print(f"{PREFIX}every word is under 3 characters: every turn was scanned, and the "
+        print(f"{SEARCH}every word is under 3 characters: every turn was scanned, and the "
               "hits are in session order, not ranked", file=sys.stderr)  # fmt: skip
     if not hits:
-        print(f"{PREFIX}no turn holds {args.query!r}", file=sys.stderr)
+        print(f"{SEARCH}no turn holds {args.query!r}", file=sys.stderr)
     for hit in hits:
         print(f"{hit.handle}  {_when(hit.ts_ms)}  {hit.speaker_id}  {hit.snippet}")
     return EXIT_OK

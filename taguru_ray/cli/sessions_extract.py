@@ -43,9 +43,10 @@ from taguru_ray.errors import (
     MESSAGE_PREFIX,
     TaguruRayError,
     UsageError,
+    prefix,
 )
 
-PREFIX = "taguru-ray: sessions extract: "
+PREFIX = prefix("sessions extract")  # extract's: taguru: extract: (ADR 0058)
 # The flags sessions extract reads itself, declared once; every other one is extract's.
 OWN = ("--store", "--agent", "--session", "--stages", "--passage", "--candidates")
 # Extract's flags a session run uses; every other one would shape what sessions do not have.

@@ -28,7 +28,7 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 
 from taguru_ray.cli.args import OneLineParser
-from taguru_ray.errors import EXIT_OK
+from taguru_ray.errors import EXIT_OK, prefix
 from taguru_ray.sessions.events import AGENTS, Event
 from taguru_ray.sessions.index import SessionStore
 from taguru_ray.sessions.index_records import BadHandle, Handle, parse_handle, turn_handle
@@ -36,7 +36,7 @@ from taguru_ray.sessions.memory import Card, MemoryStore
 from taguru_ray.sessions.recall import recall
 from taguru_ray.text.terminal import printable
 
-PREFIX = "taguru-ray: sessions: "
+RECALL, BRIEF = prefix("sessions recall"), prefix("sessions brief")
 
 
 def _parser(verb: str, description: str) -> OneLineParser:
@@ -92,12 +92,12 @@ def recall_verb(args: argparse.Namespace) -> int:
         print(json.dumps(body, ensure_ascii=False))
         return EXIT_OK
     if not found:
-        print(f"{PREFIX}no turn holds {printable(args.query)!r}", file=sys.stderr)
+        print(f"{RECALL}no turn holds {printable(args.query)!r}", file=sys.stderr)
     for item in found:
         brief = {"brief": item.brief, "pending": "pending", "no_fact": "-"}[item.state]
         print(f"{item.handle}  {when(item.ts_ms)}  {printable(brief or '')}")
     if any(item.state == "pending" for item in found):
-        print(f"{PREFIX}pending: no extraction of those sessions yet — 'taguru-ray sessions "
+        print(f"{RECALL}pending: no extraction of those sessions yet — 'taguru-ray sessions "
               "extract' with a model writes their briefs; the handles expand now",
               file=sys.stderr)  # fmt: skip
     return EXIT_OK
@@ -127,7 +127,7 @@ def brief_verb(args: argparse.Namespace) -> int:
         print(json.dumps({"briefs": [asdict(b) for b in briefs]}, ensure_ascii=False))
         return EXIT_OK
     if not briefs:
-        print(f"{PREFIX}no brief yet: 'taguru-ray sessions extract' with a model writes one per "
+        print(f"{BRIEF}no brief yet: 'taguru-ray sessions extract' with a model writes one per "
               "project", file=sys.stderr)  # fmt: skip
     for index, brief in enumerate(briefs):
         if index:
