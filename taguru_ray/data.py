@@ -14,9 +14,10 @@ checkpoints, records and exit rules, and the same settings by name.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from taguru_ray.api import RunResult, extract_staged
+from taguru_ray.api_settings import ExtractSettings
 from taguru_ray.contract.names import TRACE, attempts_name, output_name
 from taguru_ray.errors import UsageError
 from taguru_ray.pricing.table import Prices
@@ -40,7 +41,7 @@ def extract(
     out: str,
     context: str,
     echo: Callable[[str], None] | None = None,
-    **settings: Any,
+    **settings: Unpack[ExtractSettings],
 ) -> ray.data.Dataset:
     """Extract every ``{path, text}`` row of `ds` into `out` for `context`; one result row
     per input row, in the input's order.
@@ -50,7 +51,7 @@ def extract(
     columns are ignored. A row without either column, a path that is not a non-empty
     string, a text that is neither string nor bytes, or a path given twice is one
     `UsageError` naming the row, before anything runs. Settings are
-    `taguru_ray.extract`'s (the extract flags' names without the dashes).
+    `taguru_ray.extract`'s typed keyword arguments (`taguru_ray.ExtractSettings`).
 
     The rows are gathered to the driver — the process calling this — because the
     engine reads segments there (in row order), hashes them against the skip index and

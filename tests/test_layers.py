@@ -36,13 +36,16 @@ RANKS = {
     "sessions": 1,  # agent sessions: converters, index, the extraction program (pure + sqlite)
     "cli": 6,
     "api": 6,  # the Python API: extract() -> RunResult, over the engine
+    "api_settings": 6,  # its keyword settings for type checkers, rendered from contract/settings
     "readers": 6,  # the Python API's record readers: inspect(), metrics() as Arrow
     "data": 6,  # the Python API over a Ray Dataset of {path, text} rows
     "__main__": 7,
     "__init__": 7,
 }
 # Within one rank, these pairs must not meet either.
-APART = {("llm", "store"), ("store", "llm")}
+# The Python API builds on the settings' declarations, never on the CLI's parser (the CLI
+# may call the API).
+APART = {("llm", "store"), ("store", "llm"), ("api", "cli")}
 
 
 def imports(path: Path) -> set[str]:
