@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -219,3 +220,38 @@ def test_the_console_script_says_it_in_one_line_too() -> None:
     assert done.returncode == 2 and done.stdout == ""
     [line] = done.stderr.splitlines()
     assert line.startswith("taguru-ray: search: ") and line.endswith(hint("search"))
+
+
+VARIABLE = re.compile(r"\b((?:TAGURU|RAY)_[A-Z0-9_]*[A-Z0-9])\b")
+
+
+def test_the_readme_names_every_variable_the_help_does_and_the_reverse(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A variable the README documents is one some --help names, and the reverse: the
+    README and the helps cannot drift apart (issue 39, item 5)."""
+    in_help: set[str] = set()
+    for verb in [[], *VERBS_HELP]:
+        _, out, _ = run([*verb, "--help"], capsys)
+        in_help |= set(VARIABLE.findall(out))
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    in_readme = set(VARIABLE.findall(readme))
+    assert sorted(in_readme - in_help) == [], "the README names them; no --help does"
+    assert sorted(in_help - in_readme) == [], "a --help names them; the README does not"
+
+
+def test_extract_help_names_every_variable_of_its_settings(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from taguru_ray.settings import declarations
+
+    _, out, _ = run(["extract", "--help"], capsys)
+    declared = {d.knob.env for d in declarations() if d.knob.env}
+    assert declared <= set(VARIABLE.findall(out))
+
+
+def test_address_says_its_default_once(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(["extract", "--help"], capsys)
+    start = out.index("--address HOST:PORT ")
+    text = " ".join(out[start : out.index("--workers N ", start)].split())
+    assert text.count("default") == 1, text

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -45,28 +46,24 @@ class _Once(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-GROUP_TITLES: dict[str, str | None] = {
-    "source": None,  # the main block
-    "run": None,
-    "input": "reading a segment",
-    "prompt": "the prompt",
-    "ladder": "the answer ladder",
-    "transport": "the endpoint",
-    "spending": "cost and budgets",
-    "scale": "Ray and scale",
-    "records": "records and replay",
-}
+DESCRIPTION = (
+    "Extract Taguru source files from .md/.txt segments with an OpenAI-compatible model, as "
+    "a Ray job. The endpoint comes from TAGURU_EXTRACT_URL and TAGURU_EXTRACT_MODEL (and "
+    "TAGURU_EXTRACT_API_KEY)."
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The flags, each from its setting's declaration (`taguru_ray.contract.settings.groups`)."""
+    """The flags, each from its setting's declaration (`taguru_ray.contract.settings.groups`),
+    under its group's title; the settings with only a variable after them."""
+    from taguru_ray.contract.settings.groups import TITLES
     from taguru_ray.settings import declarations
 
     parser = _Parser(
         prog="taguru-ray extract",
-        description="Extract Taguru source files from .md/.txt segments with an "
-        "OpenAI-compatible model, as a Ray job. The endpoint comes from "
-        "TAGURU_EXTRACT_URL and TAGURU_EXTRACT_MODEL (and TAGURU_EXTRACT_API_KEY).",
+        description="\n".join(textwrap.wrap(DESCRIPTION, 78)),
+        epilog=_variables_only(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
     sections: dict[str, Any] = {}
@@ -74,10 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
         knob = declared.knob
         if knob.flag is None and knob.form != "positional":
             continue
-        title = GROUP_TITLES[declared.group]
-        section: Any = parser
-        if title is not None:
-            section = sections.setdefault(title, parser.add_argument_group(title))
+        title = TITLES[declared.group]
+        section = sections.setdefault(title, parser.add_argument_group(title))
         text = _help(declared)
         if knob.form == "positional":
             section.add_argument(declared.name, nargs="*", metavar=knob.metavar, help=text)
@@ -105,11 +100,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _variables_only() -> str:
+    """The epilog: each setting read from a variable only, with its meaning and default."""
+    from taguru_ray.settings import declarations
+
+    lines = ["settings with only a variable (or a key of a --config file):"]
+    for declared in declarations():
+        knob = declared.knob
+        if knob.flag is None and knob.env and knob.form != "positional":
+            text = _help(declared).replace(f"; or {knob.env}", "").replace(f" (or {knob.env})", "")
+            lines.append(f"  {knob.env}")
+            lines += textwrap.wrap(
+                text.replace("%%", "%"), 74, initial_indent="      ", subsequent_indent="      "
+            )
+    return "\n".join(lines)
+
+
 def _help(declared: Declared) -> str:
     """The declaration's help, with its default and its variable."""
     knob = declared.knob
     said = []
-    if declared.required and knob.form != "positional":
+    if (declared.required and knob.form != "positional") or knob.shown == "required":
         said.append("required")
     elif knob.shown is not None:
         said.append(f"default {knob.shown}")

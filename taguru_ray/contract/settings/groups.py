@@ -321,8 +321,8 @@ class Scale(Group):
 
     address: Annotated[
         str | None,
-        Knob("a Ray cluster to join (default: start a local one)", flag="--address",
-             env="RAY_ADDRESS", metavar="HOST:PORT", shown="local"),
+        Knob("a Ray cluster to join", flag="--address", env="RAY_ADDRESS", metavar="HOST:PORT",
+             shown="start a local one"),
     ] = None
     workers: Annotated[
         int,
@@ -470,6 +470,19 @@ class Spending(Group):
              parse=values.int_at_least(1), shown="none"),
     ] = None
 
+
+# What `taguru-ray extract --help` and the README call each group.
+TITLES: dict[str, str] = {
+    "source": "segments and source files",
+    "run": "this invocation",
+    "input": "reading a segment",
+    "prompt": "the prompt",
+    "ladder": "the answer ladder",
+    "transport": "the endpoint",
+    "spending": "cost and budgets",
+    "scale": "Ray and scale",
+    "records": "records and replay",
+}
 
 GROUPS: tuple[type[Group], ...] = (
     Source,
