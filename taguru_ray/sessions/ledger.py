@@ -92,8 +92,9 @@ def append(store: str | Path, agent: str, session_id: str, **record: Any) -> Non
 
 
 def append_ask(store: str | Path, record: dict[str, Any]) -> None:
-    """One memory card or brief ask (`cli/sessions_memory.py`) into ``{store}/.ledger/memory.jsonl``:
-    those asks go around the engine's attempts log, so their cost is kept here."""
+    """One memory card or brief ask (`cli/sessions_memory.py`) into
+    ``{store}/.ledger/memory.jsonl``: those asks go around the engine's attempts log,
+    so their cost is kept here."""
     _write(Path(store) / FOLDER / ASKS, {**record, "at": record.get("at", _now())})
 
 
