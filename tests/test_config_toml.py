@@ -180,3 +180,10 @@ def test_print_config_prints_the_toml_and_exits_0(
     assert "[scale]\nworkers = 3\n" in out
     s = resolved(write(tmp_path, out))
     assert (s.scale.workers, s.source.paths) == (3, ("d",))
+
+
+def test_the_readme_s_toml_example_reads_as_a_run(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    example = readme.split("```toml\n", 1)[1].split("```", 1)[0]
+    s = resolved(write(tmp_path, example), env={})
+    assert (s.transport.max_inflight, s.prompt.carryover, s.source.paths) == (64, 0, ("docs/",))
