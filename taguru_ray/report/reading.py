@@ -189,7 +189,9 @@ def read_benchmark(url: str) -> ReportData:
     wide = wide_rows(measurements, gpu_of)
     bounds = {row.cell_id: row.bound for row in wide}
     runs = []
-    for path in sorted(fs.glob(posixpath.join(root, "runs", "*.jsonl"))):
+    runs_dir = posixpath.join(root, "runs")
+    listed = fs.ls(runs_dir, detail=False) if fs.isdir(runs_dir) else []
+    for path in sorted(p for p in listed if p.endswith(".jsonl")):  # one level, no walk
         cell = posixpath.basename(path).removesuffix(".jsonl")
         view = _cell_view(cell, read_lines(fs.cat_file(path)))
         view.bound = bounds.get(cell)
