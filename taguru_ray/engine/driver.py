@@ -292,6 +292,8 @@ def execute(
         run.start_reading()
         try:
             # The preflight before Ray (ADR 0054): a run that cannot go ends in a second.
+            if settings.scale.address is not None and not ray.is_initialized():
+                _reachable(settings.scale.address)  # a dead head is named first, as before
             run.check_endpoints()
             started = start_ray(settings.scale.address)
             try:
