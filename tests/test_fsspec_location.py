@@ -38,13 +38,14 @@ def test_a_known_protocol_without_its_package_names_the_install() -> None:
         location("gs://b/x")
 
 
-def one_usage_line(capsys: pytest.CaptureFixture[str], argv: list[str], says: str = BAD) -> None:
+def one_usage_line(capsys: pytest.CaptureFixture[str], argv: list[str], says: str = BAD) -> str:
     code = main(argv)
     err = capsys.readouterr().err
     assert code == 2, err
     assert "Traceback" not in err and "this is a bug" not in err, err
     [line] = [line for line in err.splitlines() if "nosuchproto" in line or "gs://" in line]
     assert says in line and ("no filesystem for" in line or "pip install" in line), line
+    return line
 
 
 EXTRACT_FLAGS = ["--out", "--config", "--prices", "--schema", "--vocabulary", "--redact-rules",
@@ -127,7 +128,8 @@ def test_every_other_verb_refuses_a_url_it_cannot_open_in_one_line(
     for name in [name for name in os.environ if name.startswith("TAGURU_")]:
         monkeypatch.delenv(name)
     argv = other_verbs(tmp_path)[index]
-    one_usage_line(capsys, argv)
+    line = one_usage_line(capsys, argv)
+    assert line.startswith("taguru"), line  # the verb's own prefix, one line
 
 
 def test_a_path_holding_a_nul_is_refused_by_name(
