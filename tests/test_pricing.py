@@ -18,11 +18,13 @@ from taguru_ray.text.paragraphs import split_paragraphs
 
 def test_the_bundled_table_is_dated_and_finds_snapshots_and_router_names() -> None:
     table = bundled()
-    assert "as of 20" in table.basis
+    assert "litellm " in table.basis and "as of 20" in table.basis  # its source, its date
     assert table.price("gpt-4o-mini") == (0.15, 0.6)
     assert table.price("gpt-4o-mini-2024-07-18") == (0.15, 0.6)
     assert table.price("openai/gpt-4.1-mini") == (0.4, 1.6)
-    assert table.price("claude-sonnet-4-20250514") == (3.0, 15.0)
+    assert table.batch_price("openai/gpt-4.1-mini") == (0.2, 0.8)
+    assert table.price("claude-sonnet-4-5-20250929") == (3.0, 15.0)
+    assert table.price("gemini-2.5-flash") == (0.3, 2.5)
     assert table.price("gpt-4o-minix") is None  # never a looser guess
     assert table.price("taguru-sim") is None
     assert table.price(None) is None
@@ -32,12 +34,18 @@ def test_a_prices_file_is_read_and_refused_in_one_line() -> None:
     prices = load_prices(json.dumps({"local-12b": {"input": 0.02, "output": 0.08}}), "--prices p")
     assert prices.cost("local-12b", 1_000_000, 500_000) == pytest.approx(0.06)
     assert prices.basis == "--prices p"
+    assert prices.batch_price("local-12b") is None
+    batched = load_prices(
+        json.dumps({"m": {"input": 1, "output": 2, "batch_input": 0.5, "batch_output": 1}}), "p"
+    )
+    assert batched.batch_price("m") == (0.5, 1.0) and batched.price("m") == (1.0, 2.0)
     for bad in (
         "[]",
         "{",
         json.dumps({"m": {"input": -1, "output": 1}}),
         json.dumps({"m": {"input": True, "output": 1}}),
         json.dumps({"m": 3}),
+        json.dumps({"m": {"input": 1, "output": 1, "batch_input": 0.5}}),
     ):
         with pytest.raises(PricesError) as error:
             load_prices(bad, "--prices p")

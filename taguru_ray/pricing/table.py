@@ -1,8 +1,10 @@
 """Dollars per one million input and output tokens, per model name.
 
-The bundled table (`prices.json`) holds the list prices of common hosted
-models on its `as_of` date, with the vendor pages they were read from; a
-``--prices FILE`` of ``{"<model>": {"input": $, "output": $}}`` replaces it.
+The bundled table (`prices.json`) is generated from a maintained source —
+LiteLLM's price file, its version and the date it was taken recorded in the
+table (`refresh.py`, ADR 0059); a ``--prices FILE`` of
+``{"<model>": {"input": $, "output": $}}`` replaces it, and may add
+``"batch_input"``/``"batch_output"`` (a batch API's prices) beside them.
 A model is found by its name as the endpoint takes it, less a router's
 ``vendor/`` prefix (``openai/gpt-4o-mini``) and a dated snapshot suffix
 (``gpt-4o-mini-2024-07-18``) — never by a looser guess: a model not found is
@@ -36,20 +38,31 @@ class Prices:
 
     per_model: dict[str, tuple[float, float]] = field(default_factory=dict)
     basis: str = ""
+    batch: dict[str, tuple[float, float]] = field(default_factory=dict)  # a batch API's
 
     def price(self, model: str | None) -> tuple[float, float] | None:
         """(input, output) dollars per 1M tokens for `model`, or None when not listed."""
-        name = model or ""
-        for candidate in _names(name):
-            if candidate in self.per_model:
-                return self.per_model[candidate]
-        return None
+        return _find(self.per_model, model)
+
+    def batch_price(self, model: str | None) -> tuple[float, float] | None:
+        """(input, output) dollars per 1M tokens through the vendor's batch API, or None
+        when the table lists none for `model`."""
+        return _find(self.batch, model)
 
     def cost(self, model: str | None, input_tokens: int, output_tokens: int) -> float | None:
         price = self.price(model)
         if price is None:
             return None
         return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
+
+
+def _find(
+    table: dict[str, tuple[float, float]], model: str | None
+) -> tuple[float, float] | None:
+    for candidate in _names(model or ""):
+        if candidate in table:
+            return table[candidate]
+    return None
 
 
 def _names(model: str) -> list[str]:
@@ -64,7 +77,8 @@ def _names(model: str) -> list[str]:
 
 
 def load_prices(text: str, name: str) -> Prices:
-    """Read ``{"<model>": {"input": <$ per 1M>, "output": <$ per 1M>}, ...}``; the bundled
+    """Read ``{"<model>": {"input": <$ per 1M>, "output": <$ per 1M>}, ...}``, each with
+    ``"batch_input"``/``"batch_output"`` when a batch API's prices are known; the bundled
     table's own form (its models under ``"models"``) is taken too."""
     try:
         data = json.loads(text)
@@ -73,25 +87,46 @@ def load_prices(text: str, name: str) -> Prices:
     if not isinstance(data, dict):
         raise PricesError(f'{name}: expected {{"<model>": {{"input": $, "output": $}}}}')
     table = data.get("models") if isinstance(data.get("models"), dict) else data
-    prices = {}
+    prices, batch = {}, {}
     for model, entry in table.items():
-        values = [entry.get(k) if isinstance(entry, dict) else None for k in ("input", "output")]
-        if not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf
-            for v in values
-        ):
+        pair = _pair(entry, ("input", "output"))
+        if pair is None:
             raise PricesError(
                 f'{name}: model {model!r} needs {{"input": $, "output": $}} — dollars per one '
                 "million tokens, numbers of 0 or more"
             )
-        prices[model] = (float(values[0]), float(values[1]))  # type: ignore[arg-type]
-    as_of = data.get("as_of")
-    basis = f"{name}, as of {as_of}" if isinstance(as_of, str) else name
-    return Prices(prices, basis)
+        prices[model] = pair
+        if isinstance(entry, dict) and ("batch_input" in entry or "batch_output" in entry):
+            batched = _pair(entry, ("batch_input", "batch_output"))
+            if batched is None:
+                raise PricesError(
+                    f'{name}: model {model!r}: "batch_input" and "batch_output" go together, '
+                    "dollars per one million tokens, numbers of 0 or more"
+                )
+            batch[model] = batched
+    return Prices(prices, _basis(data, name), batch)
+
+
+def _pair(entry: object, keys: tuple[str, str]) -> tuple[float, float] | None:
+    values = [entry.get(k) if isinstance(entry, dict) else None for k in keys]
+    if not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < math.inf
+        for v in values
+    ):
+        return None
+    return float(values[0]), float(values[1])  # type: ignore[arg-type]
+
+
+def _basis(data: dict[str, object], name: str) -> str:
+    """Where the prices come from: the file, and the source and date it names."""
+    version, retrieved = data.get("source_version"), data.get("retrieved", data.get("as_of"))
+    said = [str(v) for v in (version,) if isinstance(v, str)]
+    said += [f"as of {retrieved}"] if isinstance(retrieved, str) else []
+    return f"{name}, {', '.join(said)}" if said else name
 
 
 @cache
 def bundled() -> Prices:
-    """The table shipped with taguru-ray (list prices on its `as_of` date)."""
+    """The table shipped with taguru-ray (its source's prices on its `retrieved` date)."""
     text = resources.files("taguru_ray.pricing").joinpath("prices.json").read_text("utf-8")
     return load_prices(text, BUNDLED)
