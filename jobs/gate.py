@@ -11,12 +11,17 @@
 3. With ``--last-good`` (the evaluation.json of the last run that passed — in CI,
    the artifact of the last green workflow run): ``taguru-ray evaluate compare``
    → ``ARTIFACTS/changes.jsonl``, so the report says which cases moved.
+4. With ``--assembly``: both runs at one budget (``--max-items``, default the
+   server's 40), the baseline truncated to it and a second run through ``POST
+   …/evidence`` → ``ARTIFACTS/assembly.json``, compared with the baseline →
+   ``ARTIFACTS/baseline-vs-assembly.jsonl``: which cases evidence assembly wins
+   or loses at equal cost. The thresholds hold both runs.
 
-Exit code is evaluate's: 0 passed, 3 a threshold was violated (the corpus
-regressed: read the report), 1 the run itself failed (import refused, server
-unreachable: retry), 2 a bad flag or input. The compare step never changes it.
-Like `jobs/extract.py` it runs from a checkout or as a `ray job submit`
-entrypoint, and says which code ran and how it ended.
+Exit code is evaluate's (the baseline's, else the assembly run's): 0 passed, 3 a
+threshold was violated (the corpus regressed: read the report), 1 the run itself
+failed (import refused, server unreachable: retry), 2 a bad flag or input. The
+compare steps never change it. Like `jobs/extract.py` it runs from a checkout or
+as a `ray job submit` entrypoint, and says which code ran and how it ended.
 """
 
 from __future__ import annotations
@@ -41,6 +46,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     target.add_argument("--store", metavar="DIR", help="an embedded context store")
     parser.add_argument("--last-good", metavar="FILE", help="the last passing evaluation.json")
     parser.add_argument("--artifacts", metavar="DIR", default="artifacts", help="(artifacts/)")
+    parser.add_argument(
+        "--assembly", action="store_true", help="also gate evidence assembly at the same budget"
+    )
+    parser.add_argument("--max-items", metavar="N", default="40", help="the budget (40)")
     return parser.parse_args(argv)
 
 
@@ -72,22 +81,18 @@ def main(argv: list[str]) -> int:
     server: AbstractContextManager[str] = (
         nullcontext(args.url) if args.url else embedded_server(args.store, os.environ)
     )
+    assembly = str(artifacts / "assembly.json")
     with server as url:
         gate = ["--thresholds", args.thresholds] if args.thresholds else []
-        code = verb(
-            [
-                "evaluate",
-                "--eval",
-                args.eval,
-                "--context",
-                args.context,
-                "--url",
-                url,
-                "--out",
-                evaluation,
-                *gate,
-            ]
-        )
+        run = ["evaluate", "--eval", args.eval, "--context", args.context, "--url", url, *gate]
+        budget = ["--max-items", args.max_items] if args.assembly else []
+        code = verb([*run, "--out", evaluation, *budget])
+        if args.assembly and code in (0, 3):
+            assembled = verb([*run, "--out", assembly, *budget, "--assembly"])
+            if assembled in (0, 3):
+                changes = str(artifacts / "baseline-vs-assembly.jsonl")
+                verb(["evaluate", "compare", evaluation, assembly, "--out", changes])
+            code = code or assembled
     if code in (0, 3) and args.last_good:
         if Path(args.last_good).exists():
             changes = str(artifacts / "changes.jsonl")

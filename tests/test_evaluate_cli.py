@@ -265,8 +265,16 @@ def test_a_source_the_context_lacks_is_refused_before_any_case(
 
 
 def test_assembly_against_a_server_without_evidence_says_so_and_exits_2(
-    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    def no_route(self: TaguruClient, name: str, body: Any) -> Reply:
+        raise RemoteError("answered 404: no route", 404, "unknown_path")
+
+    # `serve` answers evidence now; a server that does not is this stand-in.
+    monkeypatch.setattr(TaguruClient, "evidence", no_route)
     code, artifact = run(tmp_path, "--eval", str(EVAL), "--context", "sake", "--url", server,
                          "--assembly")  # fmt: skip
     err = capsys.readouterr().err

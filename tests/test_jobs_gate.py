@@ -62,3 +62,18 @@ def test_a_refused_import_fails_the_run_not_the_gate(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.splitlines()[-1] == "taguru-ray gate exited 1 (import)"
     assert not (tmp_path / "artifacts" / "evaluation.json").exists()
+
+
+def test_assembly_is_gated_beside_the_baseline_at_one_budget(tmp_path: Path) -> None:
+    done = gate(tmp_path, "--assembly", "--artifacts", "night")
+    assert done.returncode == 0, done.stderr
+    baseline = json.loads((tmp_path / "night" / "evaluation.json").read_text())
+    assembly = json.loads((tmp_path / "night" / "assembly.json").read_text())
+    assert baseline["inputs"]["mode"] == "baseline" and assembly["inputs"]["mode"] == "assembly"
+    assert baseline["inputs"]["budget"] == assembly["inputs"]["budget"]
+    lines = (tmp_path / "night" / "baseline-vs-assembly.jsonl").read_text().splitlines()
+    header = json.loads(lines[0])
+    assert header["kind"] == "header" and header["counts"]["cases_head"] == 5
+    # The origin case loses rank 1 to the graph fact it cites (MRR 1 → 1/2).
+    moved = {json.loads(line)["case_id"]: json.loads(line)["kind"] for line in lines[1:]}
+    assert moved["origin"] == "regressed"

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    from taguru_ray.context.evidence import EvidenceRequest
 
 Namespace = Literal["concept", "label"]
 Position = str | Sequence[str] | None  # a query position: one spelling, any of several, or free
@@ -113,6 +116,11 @@ class ContextStore(Protocol):
     def citation(self, name: str, source: str, paragraph: int) -> dict[str, Any]:
         """POST /contexts/{name}/citations → `{"text", "source", "section", "locator"}`;
         404 `no_source` / `no_paragraph` (§1.5)."""
+        ...
+
+    def evidence(self, name: str, request: EvidenceRequest) -> dict[str, Any]:
+        """POST /contexts/{name}/evidence → an EvidencePackage `{items, citations, budget,
+        omitted, omitted_total, omitted_by_reason, plan}` (EVALUATE.md §1.6)."""
         ...
 
     def import_stream(self, data: bytes, *, dry_run: bool = False) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from taguru_ray.context import graph, passages, schema, vector_lanes, vector_row
 from taguru_ray.context.api import ContextError, Namespace, Position, invalid_argument, no_context
 from taguru_ray.context.apply import apply_batch
 from taguru_ray.context.embeddings import Embedder, EmbeddingsError
+from taguru_ray.context.evidence import EvidenceReads
 from taguru_ray.context.importer import Batch, ImportRefusal, read_stream
 from taguru_ray.context.resolve import DEFAULT_DICE_FLOOR, EntryIndex, clamp_floor
 from taguru_ray.context.vector_lanes import Lane, MatrixCache
@@ -44,7 +45,7 @@ _CONTEXT_COLUMNS = (
 )
 
 
-class SqliteStore:
+class SqliteStore(EvidenceReads):
     """Every context of one store folder (``<folder>/taguru-context.sqlite3``)."""
 
     def __init__(

@@ -306,3 +306,14 @@ def _bounded_bytes(what: str, text: str, ceiling: int) -> None:
         raise ContextError(
             400, "over_limit", f"{what} is {size} bytes, past the limit of {ceiling} bytes"
         )
+
+
+def over_limit(message: str) -> ContextError:
+    return ContextError(400, "over_limit", message)
+
+
+# The readers the other body modules (evidence_request, write_requests) share, so every
+# route words a refusal the same way.
+shape, invalid, argument, string, count, floor, bounded_bytes = (
+    _shape, _invalid, _argument, _string, _count, _floor, _bounded_bytes,
+)  # fmt: skip

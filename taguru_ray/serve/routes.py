@@ -16,6 +16,7 @@ from taguru_ray import __version__
 from taguru_ray.context.api import Namespace
 from taguru_ray.context.importer import ImportRefusal, stream_contexts
 from taguru_ray.serve import requests
+from taguru_ray.serve.evidence_request import evidence as evidence_request
 from taguru_ray.serve.deadlines import read_body
 from taguru_ray.serve.envelope import bare, fail, ok
 from taguru_ray.serve.state import KEY_NAME, SCOPE, STARTED, STATE
@@ -33,6 +34,7 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_post("/contexts/{name}/resolve_label", resolve_label)
     router.add_post("/contexts/{name}/query", query)
     router.add_post("/contexts/{name}/citations", citations)
+    router.add_post("/contexts/{name}/evidence", evidence)
     router.add_post("/import", import_stream)
 
 
@@ -157,6 +159,13 @@ async def citations(request: web.Request) -> web.Response:
     result = await state.call(
         state.store.citation, request.match_info["name"], wanted.source, wanted.paragraph
     )
+    return ok(result, request[STARTED])
+
+
+async def evidence(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    wanted = evidence_request(await _json(request))
+    result = await state.call(state.store.evidence, request.match_info["name"], wanted)
     return ok(result, request[STARTED])
 
 
