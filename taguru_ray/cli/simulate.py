@@ -28,6 +28,7 @@ from taguru_ray.simulate import (
     parse_script_text,
     serve,
 )
+from taguru_ray.simulate.batch_desk import BatchBehaviour
 
 PROG = "taguru-ray simulate"
 
@@ -62,6 +63,9 @@ def main(argv: list[str]) -> int:
         rate_limit_window=args.rate_limit_window,
         require_key=args.require_key,
         served_models=tuple(args.served_model),
+        batch=BatchBehaviour(
+            args.batch_delay, args.batch_expire, args.batch_fail_rate, seed=args.seed
+        ),
     )
     try:
         asyncio.run(_run(config, args.host, args.port))
@@ -211,6 +215,28 @@ def _parser() -> OneLineParser:
         metavar="NAME",
         help="serve NAME alone (repeatable): another model is a 404 model_not_found, and "
         "GET /v1/models lists these (default: any name is served)",
+    )
+    p.add_argument(
+        "--batch-delay",
+        type=_bounded(float, 0),
+        default=0.0,
+        metavar="S",
+        help="seconds from a batch's creation (/v1/batches, /v1/messages/batches) to its "
+        "answers (default 0)",
+    )
+    p.add_argument(
+        "--batch-expire",
+        type=_bounded(int, 0),
+        default=0,
+        metavar="N",
+        help="the first N batches created expire with nothing answered (default 0)",
+    )
+    p.add_argument(
+        "--batch-fail-rate",
+        type=_bounded(float, 0, 1),
+        default=0.0,
+        metavar="P",
+        help="each batch line fails alone with probability P, seeded by --seed (default 0)",
     )
     return p
 

@@ -36,7 +36,7 @@ import socket
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aiohttp import web
@@ -49,6 +49,8 @@ from taguru_ray.simulate.answers import (
     estimate_tokens,
     first_user_turn,
 )
+from taguru_ray.simulate.batch_desk import BatchBehaviour, BatchDesk
+from taguru_ray.simulate.batches import OpenAIBatches
 from taguru_ray.simulate.faults import (
     HTTP_FAULTS,
     SCHEMA_FAULTS,
@@ -62,6 +64,7 @@ from taguru_ray.simulate.faults import (
     parse_rules,
     pick_rate_fault,
 )
+from taguru_ray.simulate.message_batches import MessageBatches
 from taguru_ray.simulate.quota import QuotaWindow
 from taguru_ray.simulate.vary import run_of, vary_answer, without_run
 
@@ -95,6 +98,8 @@ class SimulatorConfig:
     rate_limit_window: float = 60.0
     require_key: str | None = None  # --require-key: a 401 for a request without it
     served_models: tuple[str, ...] = ()  # --served-model: these alone (empty: any name)
+    # The batch APIs (simulate/batch_desk.py): --batch-delay, --batch-expire, --batch-fail-rate.
+    batch: BatchBehaviour = field(default_factory=BatchBehaviour)
 
     def authorized(self, headers: Mapping[str, str]) -> bool:
         """Whether a request carries the key `require_key` asks for (as a Bearer, or in
@@ -253,14 +258,23 @@ def prompt_key(user_turn: str) -> str:
 
 
 SIMULATOR = web.AppKey("simulator", Simulator)
+BATCH_DESK = web.AppKey("batch_desk", BatchDesk)
 
 
 def create_app(config: SimulatorConfig) -> web.Application:
     """The aiohttp application with every route of SPEC section 6."""
     app = web.Application(client_max_size=MAX_BODY_BYTES)
-    app[SIMULATOR] = Simulator(config)
+    sim = app[SIMULATOR] = Simulator(config)
+    desk = app[BATCH_DESK] = BatchDesk(
+        lambda headers, raw: _line_answer(sim, headers, raw), replace(config.batch)
+    )
     app.add_routes(
         [
+            *OpenAIBatches(desk, config.authorized).routes(),
+            *MessageBatches(desk, config.authorized).routes(),
+            web.get("/batches/stats", _batch_stats),
+            web.post("/batches/reset", _batch_reset),
+            web.post("/batches/behaviour", _batch_behaviour),
             web.post("/v1/chat/completions", _chat_completions),
             web.post("/v1/embeddings", _embeddings),
             web.get("/v1/models", _models),
@@ -344,13 +358,18 @@ def _parse_chat_request(body: object) -> _ChatRequest | str:
 
 
 async def _chat_completions(request: web.Request) -> web.Response:
-    sim = request.app[SIMULATOR]
-    if not sim.config.authorized(request.headers):
+    return await chat_response(request.app[SIMULATOR], request.headers, await request.read())
+
+
+async def chat_response(sim: Simulator, headers: Mapping[str, str], raw: bytes) -> web.Response:
+    """One /v1/chat/completions request answered: the live route's, and each line of a
+    batch (simulate/batches.py) — one answer machinery, one set of counters and faults."""
+    if not sim.config.authorized(headers):
         sim.counters.requests += 1
         sim.counters.count("401")
         return _http_fault(Fault("401"), sim.config)
     try:
-        body: object = json.loads(await request.read())
+        body: object = json.loads(raw)
     except ValueError:
         body = _NOT_JSON
     parsed = _parse_chat_request(body)
@@ -580,3 +599,34 @@ async def _set_script(request: web.Request) -> web.Response:
     sim = request.app[SIMULATOR]
     sim.script.replace(rules)
     return web.json_response([rule.to_json() for rule in sim.script.rules])
+
+
+async def _line_answer(
+    sim: Simulator, headers: Mapping[str, str], raw: bytes
+) -> tuple[int, dict[str, Any]]:
+    """A batch line answered as the live route answers it: (status, JSON body)."""
+    response = await chat_response(sim, headers, raw)
+    body = response.body if isinstance(response.body, bytes) else b"{}"
+    return response.status, json.loads(body)
+
+
+async def _batch_stats(request: web.Request) -> web.Response:
+    """The batch desk's counters: batches created, requests by custom_id, those sent twice."""
+    return web.json_response(request.app[BATCH_DESK].stats())
+
+
+async def _batch_reset(request: web.Request) -> web.Response:
+    desk = request.app[BATCH_DESK]
+    desk.reset()
+    return web.json_response(desk.stats())
+
+
+async def _batch_behaviour(request: web.Request) -> web.Response:
+    """Change delay_seconds, expire, fail_rate (and seed) of batches created from now on."""
+    desk = request.app[BATCH_DESK]
+    try:
+        desk.behaviour.update(json.loads(await request.read()))
+    except (ValueError, AttributeError) as error:
+        return _error(400, str(error), "invalid_request_error")
+    desk.reset()
+    return web.json_response(desk.stats())
