@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from taguru_ray.engine.head_actors import HeadActors
 from taguru_ray.engine.reading import Reading
+from taguru_ray.engine.same_bytes import SameBytes
 from taguru_ray.engine.scan import Tally
 from taguru_ray.engine.skipping import Skipping
 from taguru_ray.engine.stopping import Stopping
@@ -45,6 +46,7 @@ class Dispatch:
         workers: Workers,
         stop: Stopping,
         existing: Callable[[int], Contribution],
+        same_bytes: SameBytes | None = None,
     ) -> None:
         self._reading = reading
         self._skipping = skipping
@@ -55,6 +57,7 @@ class Dispatch:
         self._workers = workers
         self._stop = stop
         self._existing = existing  # what skipped segment `index` offers
+        self._same_bytes = same_bytes  # warns of one file under two source ids
         self._unsent: list[tuple[int, Contribution]] = []  # failed segments, for the ledger
         self._settle_timer: asyncio.TimerHandle | None = None
         self._waited_s = 0.0  # on the window, in all (the pacing part reads it)
@@ -76,6 +79,8 @@ class Dispatch:
                 skipping.refuse(scanned)
                 continue
             index = scanned.index
+            if self._same_bytes is not None:
+                self._same_bytes.check(index, scanned.inputs["sha256"])
             tally.reached = index + 1
             window.dispatched(index)
             await self.wait_eligible(index)

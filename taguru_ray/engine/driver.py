@@ -17,10 +17,11 @@ from urllib.parse import urlsplit
 
 import ray
 
-from taguru_ray.contract.names import join, output_name
+from taguru_ray.contract.names import join, output_name, written_id
 from taguru_ray.contract.ray_variables import USE_TLS
 from taguru_ray.engine.run import ExtractRun
 from taguru_ray.engine.run_inputs import load_run_inputs
+from taguru_ray.engine.same_bytes import SameBytes, manifest_holders
 from taguru_ray.engine.scan import Console, Tally, scan, skip_line
 from taguru_ray.engine.segment import FAILURE_PREFIX
 from taguru_ray.engine.spend import estimate_line, tariff_of
@@ -57,6 +58,12 @@ def dry_run(settings: Settings, console: Console) -> int:
     existing = out.presence()
     tally = Tally(total=len(sources))
     seen: set[str] = set()
+    several = len(sources) > 1
+    same_bytes = SameBytes(
+        lambda i: (sources[i], written_id(sources[i], settings.source.source_id, several)),
+        manifest_holders(lambda: manifest),
+        console.err,
+    )
     for index, source in enumerate(sources):
         scanned = scan(settings, index, source, len(sources) > 1, seen, inputs)
         if scanned.refusal or scanned.inputs is None or scanned.data is None:
@@ -68,6 +75,7 @@ def dry_run(settings: Settings, console: Console) -> int:
             console.out(skip_line(source))
             tally.unchanged += 1
             continue
+        same_bytes.check(index, scanned.inputs["sha256"])
         segment, redactions = redact_segment(
             read_segment(source, scanned.data), inputs.redaction, inputs.redact_key
         )
@@ -106,6 +114,7 @@ def dry_run(settings: Settings, console: Console) -> int:
             f"→ {join(settings.source.out, output_name(source))}"
         )
         tally.planned += 1
+    same_bytes.close()
     console.out(
         f"extract: {tally.planned} planned, {tally.unchanged} unchanged, {tally.failed} failed "
         f"of {tally.total} segment(s)"

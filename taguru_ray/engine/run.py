@@ -5,6 +5,7 @@ Each concern of the driver is a part with its own state and module:
 - `reading.py` — the scan-ahead, the manifest and --out listing, the digest
   helper, and the early settling, all started before Ray;
 - `skipping.py` — which segments are skipped unchanged or refused, and how;
+- `same_bytes.py` — the warning for one file extracted under two source ids;
 - `dispatch.py` — the dispatch loop, the window's waits, the claims ledger's
   settled segments, and each segment's end as it comes back;
 - `workers.py` — the segment workers: start, placement, worker deaths and
@@ -36,12 +37,13 @@ from typing import Any
 import ray
 
 from taguru_ray import heap
-from taguru_ray.contract.names import output_name
+from taguru_ray.contract.names import output_name, written_id
 from taguru_ray.engine.dispatch import Dispatch
 from taguru_ray.engine.head_actors import HeadActors
 from taguru_ray.engine.monitor import Monitor
 from taguru_ray.engine.pacing import WORKER, Judged, Pacing, caps_of
 from taguru_ray.engine.reading import Reading
+from taguru_ray.engine.same_bytes import SameBytes, manifest_holders
 from taguru_ray.engine.scan import Console, Tally, existing_contribution, new_run_id
 from taguru_ray.engine.segment import FAILURE_PREFIX
 from taguru_ray.engine.skipping import Skipping
@@ -103,6 +105,9 @@ class ExtractRun:
             self.console.err,
             lambda: self.stop.requested,
         )
+        self.same_bytes = SameBytes(
+            self._holder, manifest_holders(lambda: self.skipping.manifest), self.console.err
+        )
         self.pacing = Pacing(
             caps_of(settings),
             lambda: self.dispatch.window_waited(),
@@ -118,6 +123,7 @@ class ExtractRun:
             self.workers,
             self.stop,
             self._existing_contribution,
+            self.same_bytes,
         )
         if isinstance(lock, LeaseLock):
             # Every write of the run is fenced by the lease (store/lease.py): the driver's
@@ -183,6 +189,11 @@ class ExtractRun:
         """What skipped segment `index` offers: its source file's labels and names."""
         return existing_contribution(self.out, output_name(self.sources[index]))
 
+    def _holder(self, index: int) -> tuple[str, str]:
+        """Segment `index`'s path and the source id it writes."""
+        source = self.sources[index]
+        return source, written_id(source, self.settings.source.source_id, len(self.sources) > 1)
+
     def _push_deadline(self, deadline: float) -> None:
         """The lease was renewed (or lost: -inf): the workers' new write deadline. Called
         on the lease's thread; actor calls are thread-safe and not waited for."""
@@ -213,6 +224,7 @@ class ExtractRun:
                 self.workers.stop_watchdog()
                 tripwire.cancel()
                 self.monitor.clear()
+            self.same_bytes.close()
             await self.pacing.tick(gateway, self._paced_actors())  # the run's last sample
             await self._compact()
             stats = await self.actors.final_stats(self.workers.flushes)

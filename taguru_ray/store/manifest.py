@@ -41,6 +41,7 @@ from typing import IO, Any
 from taguru_ray.contract.manifest_entry import ENTRY_DEFAULTS, MANIFEST_FIELDS
 from taguru_ray.contract.names import MANIFEST, MANIFEST_JOURNAL, output_name
 from taguru_ray.store.journal import Journal, journal_documents, journal_name
+from taguru_ray.store.manifest_digests import ManifestDigests
 from taguru_ray.store.manifest_index import MANIFEST_INDEX, index_chunks, read_index
 from taguru_ray.store.manifest_rows import (
     ABSENT,
@@ -143,6 +144,12 @@ class Manifest:
         with self._lock:
             self.entries[source] = dict(inputs)
             self._recorded.add(source)
+
+    def digest_index(self) -> ManifestDigests:
+        """The entries' paths by digest (`store/manifest_digests.py`), as held now: built
+        under the lock, so no `remember` grows the rows' buffer while it is read."""
+        with self._lock:
+            return ManifestDigests(*self.entries.held())
 
     def compact(self) -> None:
         """Fold the journal into the single file, then delete the folded journal files.

@@ -210,6 +210,11 @@ class PackedEntries(MutableMapping[str, dict[str, Any]]):
         """Hold `rows` (read back whole, `store/manifest_index.py`) and nothing else."""
         self._sorted, self._apart, self._usual = rows, {}, usual
 
+    def held(self) -> tuple[SortedRows, Mapping[str, Any]]:
+        """The sorted rows and the rows held apart by path, as they are now (read only:
+        `store/manifest_digests.py` indexes them by digest)."""
+        return self._sorted, self._apart
+
     def rows_in_order(self) -> SortedRows:
         """Every row in path order, as one sorted table (none held apart, none deleted):
         what `store/manifest_index.py` writes."""
