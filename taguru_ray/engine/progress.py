@@ -6,7 +6,10 @@ is a plain line every so often. Either way: segments done / failed / skipped of
 the total, completions in flight lately (mean and peak), the in-flight limit and
 what held the run there (ADR 0048), tokens so far and
 per second, the cost so far when the run has a price, and an ETA from the
-rate segments have been finishing at.
+rate segments have been finishing at. While a 429's Retry-After, a provider's
+rate-limit window, a rested endpoint or --rpm/--tpm holds requests back, the
+line says which and when it resumes (`gateway/paused.py`): a run at zero
+tokens per second is then waiting, not stuck.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from taguru_ray.errors import MESSAGE_PREFIX
+from taguru_ray.gateway.paused import words
 from taguru_ray.text.terminal import printable, raw
 
 # Under the prefix every stderr line of extract carries: a script that reads
@@ -98,9 +102,11 @@ class Progress:
         cost = stats.get("cost_usd")
         spent = f" · ${cost:.4f}" if isinstance(cost, (int, float)) else ""
         flight = paced or f"{stats.get('in_flight', 0)} in flight (limit {stats.get('limit', '?')})"
+        held = words(stats.get("paused"))
+        pause = f" · {held}" if held else ""
         return (
             f"{PREFIX}{done}/{self.total} segment(s) ({written} written, {failed} failed, "
-            f"{skipped} skipped) · {flight} · {_human(tokens)} tok, {_human(rate)} tok/s"
+            f"{skipped} skipped) · {flight}{pause} · {_human(tokens)} tok, {_human(rate)} tok/s"
             f"{spent} · {eta}"
         )
 

@@ -37,6 +37,7 @@ from typing import Any
 from taguru_ray.gateway.allowance import Allowance
 from taguru_ray.gateway.limits import CEILING, AdaptiveLimit
 from taguru_ray.gateway.pace import Pace
+from taguru_ray.gateway.paused import RATE, REST, RETRY_AFTER, WINDOW, Hold, paused
 from taguru_ray.gateway.wire import Waiter
 from taguru_ray.llm.client import Usage
 from taguru_ray.llm.retry import BACKOFF_CEILING_SECONDS
@@ -57,7 +58,10 @@ class Endpoint:
     url: str
     in_flight: int = 0
     paused_until: float = 0.0  # a 429's Retry-After, for every caller
+    paused_since: float = 0.0  # when the pause that ends at `paused_until` was set
+    paused_why: str = RETRY_AFTER  # RETRY_AFTER or WINDOW (`paused.py`)
     rested_until: float = 0.0  # kept failing: left alone for a while
+    rested_since: float = 0.0
     failures: int = 0  # consecutive
     rests: int = 0
     completions: int = 0
@@ -70,6 +74,17 @@ class Endpoint:
 
     def opens_at(self) -> float:
         return max(self.paused_until, self.rested_until)
+
+    def pause(self, until: float, now: float, why: str) -> None:
+        """Pause it until `until` at the latest of what it already waits for; the pause
+        that ends last is the one the progress line names."""
+        if until > self.paused_until:
+            self.paused_until, self.paused_since, self.paused_why = until, now, why
+
+    def hold(self) -> Hold:
+        if self.rested_until > self.paused_until:
+            return Hold(self.rested_until, self.rested_since, REST)
+        return Hold(self.paused_until, self.paused_since, self.paused_why)
 
 
 @dataclass
@@ -118,6 +133,7 @@ class PermitPool:
     _request_tokens: float = 1000.0  # tokens a completion costs, a moving average
     _reserved: int = 0  # estimated tokens of the requests on the wire
     _began: float | None = None  # the first grant: a GPU-hour price counts from there
+    _rate_hold: Hold | None = None  # --rpm/--tpm held the queue's head until then
 
     def __post_init__(self) -> None:
         self.endpoints = [Endpoint(url) for url in self.urls]
@@ -192,6 +208,8 @@ class PermitPool:
             wait = self._wait_for(now, head.tokens)
             if index is None or wait > 0:
                 held = "rate" if wait > 0 else "pause"
+                if wait > 0:
+                    self._hold_rate(now, wait)
                 if index is None:  # every endpoint paused or rested
                     wait = max(wait, min(e.opens_at() for e in self.endpoints) - now)
                     if all(e.quota_holds >= e.opens_at() for e in self.endpoints):
@@ -207,6 +225,12 @@ class PermitPool:
             heapq.heappop(self._queue)
             head.future.set_result(self._grant(index, head.worker, head.tokens, now))
         return None
+
+    def _hold_rate(self, now: float, wait: float) -> None:
+        """Keep when the run's own rate window opens, and since when it has held."""
+        held = self._rate_hold
+        since = held.since if held is not None and held.until >= now else now
+        self._rate_hold = Hold(now + wait, since, RATE)
 
     def _over_budget(self, tokens: int, now: float) -> str | None:
         began = now if self._began is None else self._began
@@ -256,7 +280,7 @@ class PermitPool:
             else:
                 ends = quota.exhausted(tokens)
                 if ends is not None:
-                    endpoint.paused_until = max(endpoint.paused_until, ends)
+                    endpoint.pause(ends, now, WINDOW)
                     endpoint.quota_holds = max(endpoint.quota_holds, ends)
         return endpoint.ready(now)
 
@@ -423,7 +447,7 @@ class PermitPool:
             self._request_tokens += (spent - self._request_tokens) * 0.1
         if usage.retry_after is not None and math.isfinite(usage.retry_after):
             pause = min(max(usage.retry_after, 0.0), BACKOFF_CEILING_SECONDS)  # as promised
-            endpoint.paused_until = max(endpoint.paused_until, now + pause)
+            endpoint.pause(now + pause, now, RETRY_AFTER)
         if usage.outcome == "ok":
             endpoint.failures, endpoint.rests = 0, 0
             endpoint.completions += 1
@@ -431,7 +455,7 @@ class PermitPool:
             endpoint.failures += 1
             if endpoint.failures >= FAILURES_BEFORE_REST and len(self.endpoints) > 1:
                 rest = min(FIRST_REST_SECONDS * 2**endpoint.rests, LONGEST_REST_SECONDS)
-                endpoint.rested_until = now + rest
+                endpoint.rested_until, endpoint.rested_since = now + rest, now
                 endpoint.rests += 1
                 endpoint.failures = 0
         if self.adaptive is not None:
@@ -502,6 +526,16 @@ class PermitPool:
             self._timer.cancel()
             self._timer = None
 
+    def paused(self) -> dict[str, Any] | None:
+        """What pauses the run now (`paused.Paused.record`), or None: an endpoint's 429,
+        its provider's window or its rest, or --rpm/--tpm while requests wait on them."""
+        now = self.clock()
+        waiting = any(not waiter.future.done() for waiter in self._queue)
+        found = paused(
+            [e.hold() for e in self.endpoints], now, self._rate_hold if waiting else None
+        )
+        return None if found is None else found.record()
+
     def stats(self) -> dict[str, Any]:
         return {
             "limit": self.current_limit,
@@ -514,6 +548,7 @@ class PermitPool:
             "output_tokens": self.output_tokens,
             "cost_usd": self.spent_usd(),
             "halted": self.halted,
+            "paused": self.paused(),
             "endpoints": [
                 {
                     "url": e.url,

@@ -1,0 +1,38 @@
+"""End to end against the simulator: a 429 with Retry-After shows on the progress line as
+a pause, with its length and when it resumes."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support import CONTEXT, REPO, Cli
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_429_pause_shows_on_the_progress_line(cli: Cli, tmp_path: Path) -> None:
+    docs, out = tmp_path / "docs", tmp_path / "out"
+    shutil.copytree(REPO / "examples" / "corpus", docs)
+    # Every request of the first two answers 429 with Retry-After 4 s: the gateway pauses
+    # the endpoint for every caller, and the progress line (every 0.2 s) must say so.
+    cli.simulator.set_script([{"fault": "429", "retry_after": 4, "times": 2}])
+    result = cli.extract(
+        "--context",
+        CONTEXT,
+        "--out",
+        str(out),
+        "--progress",
+        "lines",
+        str(docs),
+        env=cli.env(TAGURU_RAY_PROGRESS_SECONDS="0.2"),
+    )
+    assert result.returncode == 0, result.stderr
+    said = [line for line in result.stderr.splitlines() if "progress: " in line]
+    paused = [line for line in said if "paused by a 429 (Retry-After 4s), resumes in " in line]
+    assert paused, result.stderr
+    left = {int(m) for line in paused for m in re.findall(r"resumes in (\d+)s", line)}
+    assert left and left <= {1, 2, 3, 4}
