@@ -19,6 +19,7 @@ import ray
 
 from taguru_ray.contract.names import join, output_name, written_id
 from taguru_ray.contract.ray_variables import USE_TLS
+from taguru_ray.engine.cluster_paths import for_the_cluster, remote_head
 from taguru_ray.engine.run import ExtractRun
 from taguru_ray.engine.run_inputs import load_run_inputs
 from taguru_ray.engine.same_bytes import SameBytes, manifest_holders
@@ -279,6 +280,10 @@ def execute(
     `staged`: the run's segments in memory, by source name (agent sessions), instead of
     the input paths."""
     for line in settings.notes:
+        console.err(f"{MESSAGE_PREFIX}{line}")
+    # Before anything is sent: the cluster's processes resolve a relative path elsewhere.
+    settings, lines = for_the_cluster(settings, remote_head(settings.scale.address))
+    for line in lines:
         console.err(f"{MESSAGE_PREFIX}{line}")
     inputs = load_run_inputs(settings)  # before the lock: nothing written yet
     tariff = tariff_of(settings)
