@@ -15,12 +15,10 @@ tool's, is a warning line (`Settings.notes`).
 
 from __future__ import annotations
 
-import datetime
 import difflib
 import re
-import types
 from collections.abc import Callable, Mapping
-from typing import Any, Union, get_args, get_origin
+from typing import Any
 
 from taguru_ray.contract.cli_variables import CLI_VARIABLES
 from taguru_ray.contract.items import MAX_DESCRIPTION_BYTES, MAX_NAME_BYTES, MAX_TAG_BYTES, MAX_TAGS
@@ -29,6 +27,7 @@ from taguru_ray.contract.settings import values
 from taguru_ray.contract.settings.groups import GROUPS
 from taguru_ray.contract.settings.knob import Declared
 from taguru_ray.contract.settings.model import Settings, declarations
+from taguru_ray.contract.settings.python import as_flag, takes_in_words
 from taguru_ray.errors import UsageError
 
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
@@ -201,53 +200,21 @@ def _flat(
     return flat
 
 
-def _field_types(name: str) -> tuple[type, ...]:
-    """The Python types a setting's field admits (``int | str`` gives both)."""
-    for group in GROUPS:
-        info = group.model_fields.get(name)
-        if info is not None:
-            annotation = info.annotation
-            if get_origin(annotation) in (Union, types.UnionType):
-                return tuple(t for t in get_args(annotation) if isinstance(t, type))
-            return (get_origin(annotation) or annotation,)
-    return (str,)
-
-
 def config_text(declared: Declared, value: Any, where: str) -> Any:
-    """A TOML value as the command line would give it — True for a switch, a list of
-    texts for a repeatable setting or the paths, a text otherwise — after checking its
-    TOML type against the setting's: ``workers = "2"`` and ``workers = 2`` both read,
-    ``workers = true`` is a usage error naming it."""
+    """A TOML value as the command line would give it, by the Python API's own rule
+    (`contract/settings/python.as_flag`: what a setting takes is declared once) — except
+    that a TOML string is the flag's text as it stands, for the setting's parser to read
+    (``workers = "2"`` and ``workers = 2`` both read; a switch takes one only where a
+    variable would). A type it does not take is a usage error naming it in TOML's words
+    (`takes_in_words`): ``workers = true`` takes an integer."""
     knob = declared.knob
-    if knob.form == "switch":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str):
-            return value if knob.env else _refused(where, "true or false", value)
-        return _refused(where, "true or false", value)
-    if knob.form in ("repeat", "positional"):
-        items = [value] if isinstance(value, str) else value
-        if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
-            return _refused(where, "a list of strings", value)
-        return list(items)
-    admits = _field_types(declared.name)
-    if isinstance(value, bool):
-        if bool in admits or knob.form == "optional":
-            return "true" if value else "false"
-    elif isinstance(value, int):
-        if int in admits or float in admits:
-            return str(value)
-    elif isinstance(value, float):
-        if float in admits:
-            return repr(value)
-    elif isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
-        if declared.name == "date":
-            return value.isoformat()
-    elif isinstance(value, str):
+    text = isinstance(value, str) and knob.form not in ("repeat", "positional")
+    if text and (knob.form != "switch" or knob.env):
         return value
-    kinds = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
-    wanted = " or ".join(kinds[t] for t in admits if t in kinds) or "a string"
-    return _refused(where, wanted, value)
+    try:
+        return as_flag(declared, value)
+    except ValueError:
+        return _refused(where, takes_in_words(declared), value)
 
 
 def _refused(where: str, wanted: str, value: Any) -> Any:

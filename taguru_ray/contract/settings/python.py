@@ -65,6 +65,22 @@ def annotation(declared: Declared) -> str:
     return text
 
 
+# A type in the words a TOML --config's error uses (TOML's own names for its values).
+_TOML_WORDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def takes_in_words(declared: Declared) -> str:
+    """What a setting takes, in words (``an integer or a string``): for the TOML run
+    file's refusals, from the same field types as `annotation`."""
+    knob = declared.knob
+    if knob.form in ("repeat", "positional"):
+        return "a list of strings"
+    if knob.form == "switch":
+        return "true or false"
+    words = [_TOML_WORDS[t] for t in field_types(declared.name) if t in _TOML_WORDS]
+    return " or ".join(words) or "a string"
+
+
 def aliases(every: Sequence[Declared]) -> dict[str, str]:
     """A setting by its flag's name too, where that differs: ``tag`` for ``tags``,
     ``schema`` for ``schema_file``, ``endpoint`` for ``endpoints``."""
