@@ -27,6 +27,7 @@ from taguru_ray.engine.scan import Console, Tally, scan, skip_line
 from taguru_ray.engine.segment import FAILURE_PREFIX
 from taguru_ray.engine.spend import estimate_line, tariff_of
 from taguru_ray.errors import MESSAGE_PREFIX, StartupError, TaguruRayError, exit_code
+from taguru_ray.llm.tokenizer import load_counter
 from taguru_ray.pipeline.chunk_context import plan_segment
 from taguru_ray.pipeline.estimate import Estimate, estimate_segment
 from taguru_ray.pipeline.prompt import system_prompt
@@ -53,6 +54,7 @@ def dry_run(settings: Settings, console: Console) -> int:
     out = OutDir(settings.source.out)
     sources = expand(settings.source.paths)
     estimate = Estimate()
+    counter = load_counter(settings.transport.model)  # tiktoken's for OpenAI's models
     manifest, note = Manifest.load(out)
     if note:
         console.err(f"{FAILURE_PREFIX}{note}")
@@ -107,6 +109,7 @@ def dry_run(settings: Settings, console: Console) -> int:
             chunks,
             gleanings=settings.ladder.gleanings,
             questions=settings.prompt.questions or 0,
+            counter=counter,
         )
         extra = f", {masked} redaction(s)" if settings.input.redact else ""
         extra += f", {reusable} reusable from checkpoint" if reusable else ""
@@ -121,7 +124,7 @@ def dry_run(settings: Settings, console: Console) -> int:
         f"of {tally.total} segment(s)"
     )
     if tally.planned:
-        console.err(f"{MESSAGE_PREFIX}{estimate_line(estimate, tariff)}")
+        console.err(f"{MESSAGE_PREFIX}{estimate_line(estimate, tariff, counter)}")
     return exit_code(tally.failed, stopped=False)
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from taguru_ray.errors import UsageError
-from taguru_ray.pipeline.estimate import BASIS, Estimate
+from taguru_ray.pipeline.estimate import Estimate, basis, measured
+from taguru_ray.pipeline.tokens import HEURISTIC_COUNTER, Counter
 from taguru_ray.pricing.table import Prices, bundled, load_prices
 from taguru_ray.pricing.tariff import Budget, Tariff, tariff_for
 from taguru_ray.settings import Settings
@@ -46,8 +47,11 @@ def money(usd: float) -> str:
     return f"${usd:.2f}" if usd >= 1 else f"${usd:.4f}"
 
 
-def estimate_line(estimate: Estimate, tariff: Tariff) -> str:
-    """What --dry-run says the planned segments will cost: an estimate, with its basis."""
+def estimate_line(
+    estimate: Estimate, tariff: Tariff, counter: Counter = HEURISTIC_COUNTER
+) -> str:
+    """What --dry-run says the planned segments will cost: an estimate, with its basis
+    (how the tokens were counted) and the error measured for that way of counting."""
     cost = tariff.cost(estimate.input_tokens, estimate.output_tokens, 0.0)
     if tariff.per_hour is not None:
         priced = f"cost by the hour ({tariff.basis}): not estimated from tokens"
@@ -58,5 +62,5 @@ def estimate_line(estimate: Estimate, tariff: Tariff) -> str:
     return (
         f"estimate, not a measurement: {estimate.completions} completion(s), "
         f"{estimate.input_tokens} input + {estimate.output_tokens} output tokens; {priced} — "
-        f"{BASIS}"
+        f"{basis(counter)}; {measured(counter)}"
     )
