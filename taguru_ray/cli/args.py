@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -69,3 +70,45 @@ class OneLineParser(argparse.ArgumentParser):
                 self.error(f"{flag} given twice — give it once")
             seen.add(action.dest)
         return self.parse_args(list(argv))
+
+
+# An option line of a hand-written usage text: `  --eval FILE     what it is` (two spaces
+# in, the flag, its metavar when it takes a value, two or more spaces, the help); the help
+# goes on over the lines indented deeper below it.
+_USAGE_OPTION = re.compile(r"^  (--[a-z][a-z-]*)(?: ([A-Z][A-Z_]*))?(?: {2,}(\S.*))?$")
+
+
+def usage_flags(usage: str) -> dict[str, tuple[str | None, str]]:
+    """The long options a hand-written usage text describes: flag → (metavar, or None for
+    a switch; its help on one line). The usage text is where a hand-rolled verb declares
+    its flags, once: its parser reads the value flags from here, and shell completion
+    the parser `usage_parser` builds from it."""
+    found: dict[str, tuple[str | None, str]] = {}
+    flag: str | None = None
+    for line in usage.splitlines():
+        match = _USAGE_OPTION.match(line)
+        if match is not None:
+            flag, metavar, text = match.groups()
+            found[flag] = (metavar, text or "")
+        elif flag is not None and line.startswith("    ") and line.strip():
+            metavar, text = found[flag]
+            found[flag] = (metavar, f"{text} {line.strip()}".strip())
+        else:
+            flag = None
+    return found
+
+
+def usage_parser(label: str, usage: str) -> OneLineParser:
+    """An argparse parser holding the flags a hand-written usage text describes (never
+    used to parse: the verb reads its argv by hand, as its reference does) — so shell
+    completion finds every verb's flags the same way."""
+    built = OneLineParser(prog=f"taguru-ray {label}", label=label)
+    for flag, (metavar, text) in usage_flags(usage).items():
+        if flag == "--help":
+            continue
+        text = text.replace("%", "%%")  # argparse formats help with %
+        if metavar is None:
+            built.add_argument(flag, action="store_true", help=text)
+        else:
+            built.add_argument(flag, metavar=metavar, help=text)
+    return built

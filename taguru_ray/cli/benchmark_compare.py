@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from taguru_ray.benchmark.compare import compute, publish
 from taguru_ray.benchmark.compare.wide import render_wide_text
+from taguru_ray.cli.args import OneLineParser, usage_parser
 from taguru_ray.contract.settings.values import location
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError, prefix
 
@@ -49,6 +50,11 @@ the same bytes (generated_at is the results' own time, not the clock).
                 or no longer matches its manifest sha256 is an error
   -h, --help    show this help
 """
+
+
+def parser() -> OneLineParser:
+    """USAGE's flags as argparse holds them, for shell completion (never parses)."""
+    return usage_parser("benchmark compare", USAGE)
 
 
 class _Usage(Exception):

@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from taguru_ray.benchmark.search import Request, run_search
+from taguru_ray.cli.args import OneLineParser, usage_flags, usage_parser
 from taguru_ray.contract.settings.values import location
 from taguru_ray.errors import EXIT_OK, EXIT_USAGE, TaguruRayError
 
 PREFIX = "taguru-ray: benchmark search: "
-VALUE_FLAGS = ("--eval", "--url", "--config", "--run", "--context-prefix", "--store")
 
 USAGE = """\
 usage: taguru-ray benchmark search --eval FILE [--url URL | --store DIR] [--config FILE]
@@ -60,6 +60,15 @@ A corpus is marked as this verb's, for this run and run index: a context of that
 name made otherwise is left alone (rejected). Rerunning the same --run re-imports
 the same batches, which replaces them.
 """
+
+
+# The flags taking a value, as USAGE describes them: the text declares the flags once.
+VALUE_FLAGS = tuple(flag for flag, (metavar, _) in usage_flags(USAGE).items() if metavar)
+
+
+def parser() -> OneLineParser:
+    """USAGE's flags as argparse holds them, for shell completion (never parses)."""
+    return usage_parser("benchmark search", USAGE)
 
 
 class _Usage(Exception):

@@ -4,7 +4,11 @@ Generated, never written by hand: the verbs and their one-line descriptions
 come from the console script's table (`taguru_ray.cli.VERBS`, `USAGE`), each
 verb's flags from the parser it builds — extract's from the settings'
 declarations (`contract/settings/groups.py`), so a new setting completes as
-soon as it is declared. A flag's fixed words (``--progress``'s modes,
+soon as it is declared. Sub-verbs (``benchmark extract|compare|search``,
+``sessions import|…|extract``, ``evaluate compare``) complete after their verb,
+and their flags after them: from their parsers, the hand-rolled ones' built from
+their usage text (`cli/args.usage_parser`), sessions extract's from its own
+flags and the extract flags it takes. A flag's fixed words (``--progress``'s modes,
 ``--redact``'s groups, argparse ``choices``) complete as words; every other
 value and operand as a file name.
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -27,13 +32,10 @@ from taguru_ray.errors import EXIT_USAGE
 
 PROGRAM = "taguru-ray"
 SHELLS = ("bash", "zsh", "fish")
-# A verb's sub-verbs (the boundary's table), and the parser factory of those that have one.
+# A verb's sub-verbs (the boundary's table). A sub-verb's flags come from the parser its
+# module `taguru_ray.cli.<verb>_<sub>` builds (a hand-rolled one's from its usage text,
+# `cli/args.usage_parser`), or from its verb's table of parsers (`sessions.PARSERS`).
 SUB_VERBS: dict[str, tuple[str, ...]] = {**BOUNDARY_SUB_VERBS, "completion": SHELLS}
-SUB_PARSERS: dict[tuple[str, str], tuple[str, str]] = {
-    ("benchmark", "extract"): ("benchmark_extract", "parser"),
-    ("evaluate", "compare"): ("evaluate_compare", "parser"),
-    ("sessions", "extract"): ("extract", "build_parser"),  # its flags are extract's
-}
 FACTORIES = ("build_parser", "_parser", "parser")
 HELP = f"usage: {PROGRAM} completion {{{','.join(SHELLS)}}}\n\n" + (__doc__ or "")
 
@@ -101,17 +103,13 @@ def _top_parser(module: str) -> argparse.ArgumentParser | None:
 
 
 def _sub_parser(verb: str, sub: str) -> argparse.ArgumentParser | None:
-    if verb == "sessions" and sub != "extract":
-        from taguru_ray.cli.sessions import PARSERS
-
-        return PARSERS[sub]() if sub in PARSERS else None
-    where = SUB_PARSERS.get((verb, sub))
-    if where is None:
+    table = getattr(importlib.import_module(f"taguru_ray.cli.{verb}"), "PARSERS", {})
+    if sub in table:
+        built: argparse.ArgumentParser = table[sub]()
+        return built
+    if importlib.util.find_spec(f"taguru_ray.cli.{verb}_{sub}") is None:
         return None
-    factory: Callable[[], argparse.ArgumentParser] = getattr(
-        importlib.import_module(f"taguru_ray.cli.{where[0]}"), where[1]
-    )
-    return factory()
+    return _top_parser(f"{verb}_{sub}")
 
 
 def _flags(parser: argparse.ArgumentParser | None) -> tuple[Flag, ...]:

@@ -33,10 +33,12 @@ writes nothing and fails (a session whose turns hold no fact writes its passage)
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from taguru_ray.cli.args import OneLineParser
 from taguru_ray.errors import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
@@ -76,6 +78,29 @@ APPLIES = frozenset(
         "steps",
     }
 )
+
+
+def parser() -> OneLineParser:
+    """The flags sessions extract takes, as argparse holds them, for shell completion (it
+    never parses: `split` reads the own flags, extract's parser the rest): `OWN` as this
+    module's docstring describes them, then extract's that apply (`APPLIES`)."""
+    from taguru_ray.cli.extract import build_parser
+
+    built = OneLineParser(prog="taguru-ray sessions extract", label="sessions extract")
+    for flag in OWN:
+        found = re.search(rf"``{flag} ([^`]+)``\s+([^;(]+)", __doc__ or "")
+        metavar, text = found.groups() if found else ("VALUE", "")
+        words = metavar.split("|") if "|" in metavar else None
+        built.add_argument(
+            flag,
+            metavar=None if words else metavar,
+            choices=words,
+            help=" ".join(text.split()),
+        )
+    for action in build_parser()._actions:
+        if action.dest in APPLIES and action.option_strings:
+            built._add_action(action)
+    return built
 
 
 def split(argv: Sequence[str]) -> tuple[dict[str, list[str]], list[str]]:
