@@ -20,23 +20,37 @@ import json
 import math
 import sqlite3
 import time
-from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from taguru_ray.context import postings
 from taguru_ray.context.importer import Batch, ImportRefusal
+from taguru_ray.context.postings import PostingsBuffer
+from taguru_ray.context.prepare import prepare_paragraphs
 from taguru_ray.context.resolve import clamp_floor
 from taguru_ray.context.terms import passage_terms
-from taguru_ray.text.paragraphs import split_paragraphs
 
 
-def apply_batch(conn: sqlite3.Connection, batch: Batch, *, create_missing: bool) -> dict[str, Any]:
-    """Write one batch; return its `import` counters (the keys of the `import.json` fixture)."""
+def apply_batch(
+    conn: sqlite3.Connection,
+    batch: Batch,
+    *,
+    create_missing: bool,
+    buffer: PostingsBuffer | None = None,
+) -> dict[str, Any]:
+    """Write one batch; return its `import` counters (the keys of the `import.json` fixture).
+    Its postings go to `buffer`, which the caller flushes before committing; without one
+    they are written before this returns."""
+    if buffer is None:
+        own = PostingsBuffer()
+        counts = apply_batch(conn, batch, create_missing=create_missing, buffer=own)
+        own.flush(conn)
+        return counts
     context, created = _context(conn, batch, create_missing)
     source = _source_row(conn, context, batch.source_id)
     held = conn.execute("SELECT edge FROM attributions WHERE source = ?", (source,))
     edges = {row[0] for row in held}  # the retraction takes weight from these
-    retracted, had_passage = retract(conn, context, source)
+    retracted, had_passage = retract(conn, context, source, buffer)
     counts: dict[str, Any] = {
         "context": batch.context,
         "source": batch.source_id,
@@ -55,7 +69,7 @@ def apply_batch(conn: sqlite3.Connection, batch: Batch, *, create_missing: bool)
         "association_paragraphs_dropped": 0,
         "schema_violations": 0,
     }
-    paragraphs = _store_passage(conn, context, source, batch, counts)
+    paragraphs = _store_passage(conn, context, source, batch, counts, buffer)
     touched: set[int] = set()
     for fact in batch.source.associations:
         paragraph = fact.paragraph
@@ -119,9 +133,13 @@ def _source_row(conn: sqlite3.Connection, context: int, name: str) -> int:
     return int(cursor.lastrowid or 0)
 
 
-def retract(conn: sqlite3.Connection, context: int, source: int) -> tuple[int, bool]:
+def retract(
+    conn: sqlite3.Connection, context: int, source: int, buffer: PostingsBuffer | None = None
+) -> tuple[int, bool]:
     """Remove a source's attributions (their weight leaves the edge) and its passage.
-    Returns (attributions removed, whether a passage was removed). Names stay interned."""
+    Returns (attributions removed, whether a passage was removed). Names stay interned.
+    `buffer`: postings of this transaction not yet written (flushed first when they hold
+    one of the source's paragraphs)."""
     rows = conn.execute(
         "SELECT edge, sum, count FROM attributions WHERE source = ?", (source,)
     ).fetchall()
@@ -141,15 +159,14 @@ def retract(conn: sqlite3.Connection, context: int, source: int) -> tuple[int, b
     ).fetchall()
     if paragraphs:
         questions = _questions_by_paragraph(conn, source)
-        keys = []
+        carried: dict[int, set[str]] = {}
         for key, index, text, _ in paragraphs:
-            terms = set(passage_terms(text))
+            terms = carried[key] = set(passage_terms(text))
             for question in questions.get(index, []):
                 terms.update(passage_terms(question))
-            keys.extend((context, term, key) for term in terms)
-        conn.executemany(
-            "DELETE FROM postings WHERE context = ? AND term = ? AND paragraph = ?", keys
-        )
+        if buffer is not None and not buffer.paragraphs.isdisjoint(carried):
+            buffer.flush(conn)  # stored earlier in this transaction: written, then removed
+        postings.remove(conn, context, carried)
         _drop_vectors(conn, context, [row[0] for row in paragraphs])
         conn.execute(
             "UPDATE contexts SET paragraphs = paragraphs - ?, paragraph_length = paragraph_length"
@@ -196,13 +213,18 @@ def _questions_by_paragraph(conn: sqlite3.Connection, source: int) -> dict[int, 
 
 
 def _store_passage(
-    conn: sqlite3.Connection, context: int, source: int, batch: Batch, counts: dict[str, Any]
+    conn: sqlite3.Connection,
+    context: int,
+    source: int,
+    batch: Batch,
+    counts: dict[str, Any],
+    buffer: PostingsBuffer,
 ) -> int:
     """Store the batch's passage; return its paragraph count (0 without one)."""
     passage = batch.source.passage
     if passage is None:
         return 0
-    paragraphs = split_paragraphs(passage.text)
+    paragraphs = batch.prepared if batch.prepared is not None else prepare_paragraphs(batch)
     if not paragraphs:
         counts["passage_dropped"] = True
         return 0
@@ -214,22 +236,19 @@ def _store_passage(
             counts["questions_stored"] += 1
         else:
             counts["questions_dropped"] += 1
-    total = 0
-    stored: list[int] = []
-    for paragraph in paragraphs:
-        terms = passage_terms(paragraph.text)
-        for question in questions.get(paragraph.index, []):
-            terms.extend(passage_terms(question))
-        total += len(terms)
-        key = conn.execute(
-            "INSERT INTO paragraphs (source, idx, text, length) VALUES (?, ?, ?, ?)",
-            (source, paragraph.index, paragraph.text, len(terms)),
-        ).lastrowid
-        conn.executemany(
-            "INSERT INTO postings (context, term, paragraph, tf) VALUES (?, ?, ?, ?)",
-            [(context, term, key, tf) for term, tf in Counter(terms).items()],
-        )
-        stored.append(int(key or 0))
+    # Ids as SQLite would give them (max + 1, ...), known up front so the rows go in one
+    # executemany and the postings to the buffer.
+    first = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM paragraphs").fetchone()[0]
+    stored = list(range(first, first + count))
+    rows = [
+        (key, source, p.index, p.text, p.length) for key, p in zip(stored, paragraphs, strict=True)
+    ]
+    conn.executemany(
+        "INSERT INTO paragraphs (id, source, idx, text, length) VALUES (?, ?, ?, ?, ?)", rows
+    )
+    for key, paragraph in zip(stored, paragraphs, strict=True):
+        buffer.add(context, key, paragraph.length, paragraph.counts)
+    total = sum(p.length for p in paragraphs)
     mark_pending(conn, context, "paragraph", stored)
     conn.executemany(
         "INSERT INTO questions (source, paragraph, question) VALUES (?, ?, ?)",

@@ -80,6 +80,9 @@ class Batch:
     create: Create | None
     locators: list[Locator] = field(default_factory=list)
     lines: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # alias lines
+    # The passage's paragraphs with their term counts, when a worker already split and
+    # tokenised them (`prepare`); None: `apply` does it.
+    prepared: list[Any] | None = None
 
     @property
     def source_id(self) -> str:

@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 
 from taguru_ray.context.api import ContextError, invalid_argument
-from taguru_ray.context.bm25 import Postings, score, wire_f32
+from taguru_ray.context.bm25 import wire_f32
 from taguru_ray.context.terms import query_terms
+from taguru_ray.context.topk import Eligible, top
 from taguru_ray.context.vectors import NO_PROVIDER, LaneHit, LaneOutcome, fuse, idle, lane_pool
 
 NO_TERMS = "the query yields no searchable terms"
@@ -168,33 +169,14 @@ def _bm25(
     eligible: set[int] | None,
     limit: int,
 ) -> list[tuple[np.float32, str, int, str]]:
-    """The top `limit` (score, source, paragraph, text), ties broken by source, paragraph."""
-    postings: list[Postings] = []
-    owner: dict[int, int] = {}
-    for term in terms:
-        rows = conn.execute(
-            "SELECT p.paragraph, p.tf, g.length, g.source FROM postings p"
-            " JOIN paragraphs g ON g.id = p.paragraph WHERE p.context = ? AND p.term = ?",
-            (context, term),
-        ).fetchall()
-        if not rows:
-            continue
-        table = np.array(rows, dtype=np.int64)
-        postings.append(Postings(table[:, 0], table[:, 1].astype(np.float32),
-                                 table[:, 2].astype(np.float32)))  # fmt: skip
-        if eligible is not None:
-            owner.update(zip(table[:, 0].tolist(), table[:, 3].tolist(), strict=True))
-    keys, scores = score(postings, live, total_length)
-    if eligible is not None:
-        keep = np.array([owner[k] in eligible for k in keys.tolist()], dtype=bool)
-        if len(keys):
-            keys, scores = keys[keep], scores[keep]
+    """The top `limit` (score, source, paragraph, text), ties broken by source, paragraph.
+    `topk.top` scores only the windows that can reach the top (ADR 0066)."""
+    allowed = None if eligible is None else _owned_by(conn, eligible)
+    keys, scores = top(conn, context, terms, live, total_length, limit, allowed)
     if not len(keys):
         return []
-    order = np.argsort(-scores, kind="stable")
-    cutoff = scores[order[min(limit, len(order)) - 1]]
-    chosen = keys[scores >= cutoff].tolist()  # every tie at the cut, ordered below by name
-    by_key = dict(zip(keys.tolist(), scores.tolist(), strict=True))
+    chosen = keys.tolist()  # every tie at the cut, ordered below by name
+    by_key = dict(zip(chosen, scores.tolist(), strict=True))
     found = []
     for start in range(0, len(chosen), 500):
         batch = chosen[start : start + 500]
@@ -207,6 +189,24 @@ def _bm25(
             found.append((np.float32(by_key[key]), source, index, text))
     found.sort(key=lambda hit: (-hit[0], hit[1], hit[2]))
     return found[:limit]
+
+
+def _owned_by(conn: sqlite3.Connection, sources: set[int]) -> Eligible:
+    """Which paragraph ids belong to one of `sources` (looked up only for the paragraphs
+    that reach the bar)."""
+
+    def allowed(ids: np.ndarray) -> np.ndarray:
+        owner: dict[int, int] = {}
+        listed = ids.tolist()
+        for start in range(0, len(listed), 500):
+            batch = listed[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            owner.update(conn.execute(
+                f"SELECT id, source FROM paragraphs WHERE id IN ({marks})", batch
+            ).fetchall())  # fmt: skip
+        return np.array([owner.get(key) in sources for key in listed], dtype=bool)
+
+    return allowed
 
 
 def citation(conn: sqlite3.Connection, context: int, source: str, paragraph: int) -> dict[str, Any]:

@@ -2,9 +2,11 @@
 
 One file per store folder, ``<store>/taguru-context.sqlite3``, in WAL mode so
 readers never wait for the one writer (ADR 0032). Names, sources and
-paragraphs are rows; a term's postings are rows keyed (context, term,
-paragraph), so a query term is one index range and a retraction deletes its
-own paragraphs' postings by key, recomputed from their stored text. Vectors
+paragraphs are rows; a term's postings are packed per window of paragraph ids
+(`postings`, ADR 0066), one row per (context, term, window) with the bounds a
+search skips windows by; a retraction removes its own paragraphs' postings,
+their terms recomputed from the stored text. A schema-1 store (a row per
+posting) is converted when it is opened. Vectors
 (ADR 0033) are rows too: one per paragraph text or question, one per gloss,
 with the model and width they were made by per context; an import marks what
 it changed as pending, and the embedding refresh turns pending into vectors.
@@ -15,10 +17,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from taguru_ray.context import postings
 from taguru_ray.sqlite_wal import connect
 
 FILE_NAME = "taguru-context.sqlite3"
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: postings packed per term and window (ADR 0066)
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -91,13 +94,6 @@ CREATE TABLE IF NOT EXISTS paragraphs (
     length INTEGER NOT NULL,  -- term count, its questions' terms included
     UNIQUE (source, idx)
 );
-CREATE TABLE IF NOT EXISTS postings (
-    context INTEGER NOT NULL,
-    term TEXT NOT NULL,
-    paragraph INTEGER NOT NULL,
-    tf INTEGER NOT NULL,
-    PRIMARY KEY (context, term, paragraph)
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS questions (
     source INTEGER NOT NULL,
     paragraph INTEGER NOT NULL,
@@ -158,11 +154,14 @@ def create(path: Path) -> None:
     conn = connect(path)
     try:
         conn.execute("BEGIN IMMEDIATE")
-        for statement in _TABLES.split(";"):
+        for statement in [*_TABLES.split(";"), postings.TABLE]:
             if statement.strip():
                 conn.execute(statement)
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        if row is None:
+        if row is not None and row[0] == "1":  # a row per posting: packed into windows
+            postings.migrate(conn)
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_VERSION,))
+        elif row is None:
             conn.execute("INSERT INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
         elif row[0] != SCHEMA_VERSION:
             conn.execute("ROLLBACK")

@@ -30,6 +30,7 @@ from taguru_ray.context.apply import apply_batch
 from taguru_ray.context.embeddings import Embedder, EmbeddingsError
 from taguru_ray.context.evidence import EvidenceReads
 from taguru_ray.context.importer import Batch, ImportRefusal, read_stream
+from taguru_ray.context.postings import PostingsBuffer
 from taguru_ray.context.resolve import DEFAULT_DICE_FLOOR, EntryIndex, clamp_floor
 from taguru_ray.context.vector_lanes import Lane, MatrixCache
 from taguru_ray.context.vector_rows import Refresh
@@ -331,7 +332,42 @@ class SqliteStore(EvidenceReads):
         """Apply batches in ONE transaction (a file is all-or-nothing); `ImportRefusal` rolls
         all of them back."""
         with self._write(dry_run=dry_run) as conn:
-            return [apply_batch(conn, b, create_missing=create_missing) for b in batches]
+            buffer = PostingsBuffer()
+            results = [
+                apply_batch(conn, b, create_missing=create_missing, buffer=buffer) for b in batches
+            ]
+            if not dry_run:
+                buffer.flush(conn)
+            return results
+
+    def import_group(
+        self, files: Sequence[Sequence[Batch]], *, create_missing: bool = False
+    ) -> list[list[dict[str, Any]] | ImportRefusal]:
+        """Apply several files in ONE transaction, each file all-or-nothing inside it (a
+        savepoint each): a refused file is rolled back alone and its `ImportRefusal`
+        returned in its place. One commit and one write of each touched postings row for
+        the whole group (ADR 0067); a kill leaves whole groups, never part of a file."""
+        answers: list[list[dict[str, Any]] | ImportRefusal] = []
+        with self._write() as conn:
+            group, seen = PostingsBuffer(), set()
+            for batches in files:
+                named = {(b.context, b.source_id) for b in batches}
+                if not seen.isdisjoint(named):  # a retraction of this group's own postings:
+                    group.flush(conn)  # they are written first, outside the file's savepoint
+                seen |= named
+                own = PostingsBuffer()
+                conn.execute("SAVEPOINT file")
+                try:
+                    answers.append([apply_batch(conn, b, create_missing=create_missing,
+                                                buffer=own) for b in batches])  # fmt: skip
+                except ImportRefusal as refusal:
+                    conn.execute("ROLLBACK TO file")
+                    answers.append(refusal)
+                else:
+                    group.absorb(own)
+                conn.execute("RELEASE file")
+            group.flush(conn)
+        return answers
 
     def import_stream(self, data: bytes, *, dry_run: bool = False) -> dict[str, Any]:
         """POST /import: parse the whole stream first (a malformed line writes nothing), then

@@ -1,0 +1,200 @@
+"""A term's postings as packed windows: one row per (context, term, window) (ADR 0066).
+
+A window is a range of ``WINDOW`` consecutive paragraph ids; its row holds the
+term's postings there as one blob — paragraph offsets (uint16), term counts and
+paragraph lengths (uint32), in id order — with the window's posting count, its
+largest term count and its shortest length beside it. The count summed over a
+term's rows is its df; the largest count and shortest length bound what any
+posting of the window can add to a score, whatever the corpus statistics are at
+query time, so a search skips the windows that cannot reach its top k (`topk`).
+
+Writes go through a `PostingsBuffer`: an import adds each paragraph's term counts
+and the buffer writes each touched row once, read-modify-write, when the
+transaction's batches are all applied — a row per term and window rather than a
+row per posting. Paragraph ids only grow, so new postings append to a row. A
+retraction removes its paragraphs' postings from their rows (`remove`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+WINDOW_BITS = 11
+WINDOW = 1 << WINDOW_BITS  # paragraph ids per window: small enough to skip, few enough rows
+# One posting: its paragraph's offset in the window, its term count, the paragraph's length.
+RECORD = np.dtype([("offset", "<u2"), ("tf", "<u4"), ("length", "<u4")])  # packed: 10 bytes
+
+TABLE = """
+CREATE TABLE IF NOT EXISTS term_windows (
+    context INTEGER NOT NULL,
+    term TEXT NOT NULL,
+    window INTEGER NOT NULL,      -- paragraph id >> WINDOW_BITS
+    count INTEGER NOT NULL,       -- postings in the window: summed over windows, the df
+    max_tf INTEGER NOT NULL,      -- the largest term count here
+    min_length INTEGER NOT NULL,  -- the shortest paragraph here (its questions included)
+    data BLOB NOT NULL,           -- RECORDs in id order: appended by SQL's ||
+    PRIMARY KEY (context, term, window)
+) WITHOUT ROWID
+"""
+
+
+@dataclass(frozen=True)
+class Window:
+    """One row's postings: absolute paragraph ids (int64), tf and length (float32)."""
+
+    paragraphs: np.ndarray
+    tf: np.ndarray
+    length: np.ndarray
+
+
+def encode(ids: np.ndarray, tf: np.ndarray, length: np.ndarray) -> bytes:
+    records = np.empty(len(ids), RECORD)
+    records["offset"] = ids & (WINDOW - 1)
+    records["tf"] = tf
+    records["length"] = length
+    return records.tobytes()
+
+
+def decode_raw(window: int, data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ids int64, tf uint32, length uint32) of one row."""
+    records = np.frombuffer(data, RECORD)
+    ids = records["offset"].astype(np.int64) + (window << WINDOW_BITS)
+    return ids, records["tf"], records["length"]
+
+
+def decode(window: int, data: bytes) -> Window:
+    ids, tf, length = decode_raw(window, data)
+    return Window(ids, tf.astype(np.float32), length.astype(np.float32))
+
+
+@dataclass
+class PostingsBuffer:
+    """Postings added inside one transaction, written at `flush`: one upsert per term and
+    window, appending to the row in SQL. `paragraphs` names every id buffered, so a
+    retraction of one of them in the same transaction flushes first."""
+
+    entries: list[tuple[int, int, int, Mapping[str, int]]] = field(default_factory=list)
+    paragraphs: set[int] = field(default_factory=set)
+
+    def add(self, context: int, paragraph: int, length: int, counts: Mapping[str, int]) -> None:
+        self.entries.append((context, paragraph, length, counts))
+        self.paragraphs.add(paragraph)
+
+    def absorb(self, other: PostingsBuffer) -> None:
+        """Take another buffer's postings (a file's, once its savepoint is released)."""
+        self.entries.extend(other.entries)
+        self.paragraphs |= other.paragraphs
+        other.clear()
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.paragraphs.clear()
+
+    def flush(self, conn: sqlite3.Connection) -> None:
+        """Append every buffered posting to its row, then forget them. Paragraph ids only
+        grow, so appending keeps each row in id order."""
+        rows: dict[tuple[int, str, int], list[tuple[int, int, int]]] = {}
+        for context, paragraph, length, counts in sorted(self.entries, key=lambda e: e[1]):
+            window, offset = paragraph >> WINDOW_BITS, paragraph & (WINDOW - 1)
+            for term, tf in counts.items():
+                rows.setdefault((context, term, window), []).append((offset, tf, length))
+        conn.executemany(
+            "INSERT INTO term_windows (context, term, window, count, max_tf, min_length, data)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (context, term, window) DO UPDATE SET"
+            " count = count + excluded.count, max_tf = max(max_tf, excluded.max_tf),"
+            " min_length = min(min_length, excluded.min_length),"
+            " data = CAST(data || excluded.data AS BLOB)",
+            [
+                (context, term, window, len(added), max(p[1] for p in added),
+                 min(p[2] for p in added), np.array(added, RECORD).tobytes())
+                for (context, term, window), added in rows.items()
+            ],
+        )  # fmt: skip
+        self.clear()
+
+
+def _write(
+    conn: sqlite3.Connection,
+    context: int,
+    term: str,
+    window: int,
+    ids: np.ndarray,
+    tf: np.ndarray,
+    length: np.ndarray,
+) -> None:
+    if not len(ids):
+        conn.execute(
+            "DELETE FROM term_windows WHERE context = ? AND term = ? AND window = ?",
+            (context, term, window),
+        )
+        return
+    conn.execute(
+        "INSERT OR REPLACE INTO term_windows (context, term, window, count, max_tf, min_length,"
+        " data) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (context, term, window, len(ids), int(tf.max()), int(length.min()),
+         encode(ids, tf, length)),
+    )  # fmt: skip
+
+
+def remove(conn: sqlite3.Connection, context: int, terms: Mapping[int, Iterable[str]]) -> None:
+    """Remove paragraphs' postings: `terms` maps each paragraph id to the terms it carries.
+    Each touched row is rewritten once; an emptied row is deleted."""
+    touched: dict[tuple[str, int], set[int]] = {}
+    for paragraph, carried in terms.items():
+        for term in carried:
+            touched.setdefault((term, paragraph >> WINDOW_BITS), set()).add(paragraph)
+    for (term, window), gone in touched.items():
+        row = conn.execute(
+            "SELECT data FROM term_windows WHERE context = ? AND term = ? AND window = ?",
+            (context, term, window),
+        ).fetchone()
+        if row is None:
+            continue
+        ids, tf, length = decode_raw(window, row[0])
+        keep = ~np.isin(ids, np.fromiter(gone, np.int64, len(gone)))
+        _write(conn, context, term, window, ids[keep], tf[keep], length[keep])
+
+
+def windows(conn: sqlite3.Connection, context: int, term: str) -> np.ndarray:
+    """The term's rows' (window, count, max_tf, min_length), an int64 array of shape (n, 4)."""
+    rows = conn.execute(
+        "SELECT window, count, max_tf, min_length FROM term_windows WHERE context = ? AND term = ?",
+        (context, term),
+    ).fetchall()
+    return np.array(rows, dtype=np.int64).reshape(-1, 4)
+
+
+def load(
+    conn: sqlite3.Connection, context: int, terms: list[str], chosen: list[int]
+) -> dict[tuple[str, int], Window]:
+    """The postings of `terms` in the `chosen` windows (a row that is absent is left out)."""
+    found: dict[tuple[str, int], Window] = {}
+    for start in range(0, len(chosen), 400):
+        part = chosen[start : start + 400]
+        marks = ",".join("?" * len(part))
+        for term in terms:
+            for window, data in conn.execute(
+                "SELECT window, data FROM term_windows WHERE context = ? AND term = ?"
+                f" AND window IN ({marks})",
+                (context, term, *part),
+            ):
+                found[(term, window)] = decode(window, data)
+    return found
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """A schema-1 store's posting rows (context, term, paragraph, tf) into windows, then the
+    old table dropped — inside the caller's transaction."""
+    buffer = PostingsBuffer()
+    rows = conn.execute(
+        "SELECT p.context, p.term, p.paragraph, p.tf, g.length FROM postings p"
+        " JOIN paragraphs g ON g.id = p.paragraph ORDER BY p.paragraph"
+    )
+    for context, term, paragraph, tf, length in rows:
+        buffer.add(context, paragraph, length, {term: tf})
+    buffer.flush(conn)
+    conn.execute("DROP TABLE postings")
