@@ -17,8 +17,9 @@ pytestmark = pytest.mark.slow
 def test_a_429_pause_shows_on_the_progress_line(cli: Cli, tmp_path: Path) -> None:
     docs, out = tmp_path / "docs", tmp_path / "out"
     shutil.copytree(REPO / "examples" / "corpus", docs)
-    # Every request of the first two answers 429 with Retry-After 4 s: the gateway pauses
-    # the endpoint for every caller, and the progress line (every 0.2 s) must say so.
+    # The first two requests are answered 429 with Retry-After 4 s: the gateway pauses the
+    # endpoint for every caller, and a progress line says so at once — plain lines
+    # come every 15 s by default, so the pause would otherwise be over unseen.
     cli.simulator.set_script([{"fault": "429", "retry_after": 4, "times": 2}])
     result = cli.extract(
         "--context",
@@ -28,7 +29,7 @@ def test_a_429_pause_shows_on_the_progress_line(cli: Cli, tmp_path: Path) -> Non
         "--progress",
         "lines",
         str(docs),
-        env=cli.env(TAGURU_RAY_PROGRESS_SECONDS="0.2"),
+        env=cli.env(TAGURU_RAY_PROGRESS_SECONDS="15"),
     )
     assert result.returncode == 0, result.stderr
     said = [line for line in result.stderr.splitlines() if "progress: " in line]

@@ -3,9 +3,10 @@ limit, and the segment counts for Prometheus.
 
 The progress bar is drawn on stderr below the report lines, so every line the run
 prints lifts it first (`console`). Twice a second the loop (`watch`) sends the
-tally's gains to Prometheus (`engine/run_metrics.py`) and, when a progress line is
-due or the limit is adaptive, asks the gateway for its counters: a line for each
-move of `--max-inflight auto`'s limit, and the progress line.
+tally's gains to Prometheus (`engine/run_metrics.py`) and, unless there is neither
+a progress display nor an adaptive limit, asks the gateway for its counters: a
+line for each move of `--max-inflight auto`'s limit, and the progress line — when
+it is due, or at once when the gateway has just paused (a 429, a rate window).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Monitor:
         self.console = Console(self._above(console.out), self._above(console.err))
         self._meter: SegmentMeter | None = None  # once Ray is up (`begin`)
         self._limit_changes_seen = 0
+        self._pause_shown: object = None  # the gateway's pause the last line said
 
     def _above(self, emit: Callable[[str], None]) -> Callable[[str], None]:
         def emit_above(line: str) -> None:
@@ -67,8 +69,8 @@ class Monitor:
         while True:
             await asyncio.sleep(WATCH_S)
             self.update()
-            if not progress.due() and not self._adaptive:
-                continue
+            if not progress.due() and not self._adaptive and progress.mode == "off":
+                continue  # nothing to show: no line, no limit moves
             try:
                 stats = await gateway.stats.remote()
             except ray.exceptions.RayError:
@@ -83,7 +85,14 @@ class Monitor:
                     f"{change['baseline_ms']} ms)"
                 )
             self._limit_changes_seen = len(changes)
-            if progress.due():
+            # A pause that began since the last line is shown at once: plain lines come
+            # every 15 s, and a 429's pause is often over by then.
+            pause = stats.get("paused")
+            began = pause is not None and self._pause_shown is None
+            if pause is None:
+                self._pause_shown = None
+            if progress.due() or (began and progress.mode != "off"):
+                self._pause_shown = pause
                 done = tally.written + tally.failed + tally.unchanged + tally.interrupted
                 progress.show(
                     progress.status(
