@@ -12,6 +12,7 @@ import pytest
 
 from taguru_ray.context.evidence import EvidenceRequest
 from taguru_ray.context.store import SqliteStore
+from taguru_ray.context.writes import AssociationOp, ContextMeta
 from tests.serve_fake import result_of
 
 
@@ -33,7 +34,13 @@ def test_mixed_lanes_package_equals_the_recorded_one(store: SqliteStore) -> None
             "docs/kura.md",
             "青嶺酒造は雲居県霧沢町の蔵元である。杜氏は高瀬である。",
             {"paragraph": 0, "locator": {"kind": "page", "value": "1"}},
-            {"subject": "青嶺酒造", "label": "杜氏", "object": "高瀬", "weight": 1.0, "paragraph": 0},
+            {
+                "subject": "青嶺酒造",
+                "label": "杜氏",
+                "object": "高瀬",
+                "weight": 1.0,
+                "paragraph": 0,
+            },
         )
     )
     package = store.evidence("sake", EvidenceRequest(origins=("青嶺酒造",)))
@@ -83,6 +90,31 @@ def test_a_budget_skips_what_does_not_fit_and_counts_it(store: SqliteStore) -> N
     assert package["budget"]["bytes_used"] == package["items"][0]["bytes"] + 4
 
 
+def _unsourced(store: SqliteStore, context: str, *triples: tuple[str, str, str]) -> None:
+    store.create_context(context, ContextMeta())
+    store.add_associations(
+        context, [AssociationOp(subject=s, label=lb, object=o) for s, lb, o in triples]
+    )
+
+
+def test_a_constrained_budget_admits_two_and_omits_three(store: SqliteStore) -> None:
+    _unsourced(store, "c", *[(f"s{i}", "rel", f"o{i}") for i in range(5)])
+    request = EvidenceRequest(origins=tuple(f"s{i}" for i in range(5)), max_items=2)
+    assert store.evidence("c", request) == result_of("evidence_budget_constrained")
+
+
+def test_communities_and_a_reranker_are_declined_in_the_plan(store: SqliteStore) -> None:
+    _unsourced(store, "comm-corpus", ("alpha", "rel", "beta"))
+    request = EvidenceRequest(
+        origins=("alpha",), include_communities=True, rerank_model="not-configured"
+    )
+    package = store.evidence("comm-corpus", request)
+    recorded = result_of("evidence_communities_degrade_and_rerank_reason")
+    lanes, wanted = package["plan"]["lanes"], recorded["plan"]["lanes"]
+    assert lanes.pop("communities")["ran"] is wanted.pop("communities")["ran"] is False
+    assert package == recorded
+
+
 def test_an_unknown_context_is_no_context(store: SqliteStore) -> None:
     with pytest.raises(Exception) as caught:
         store.evidence("missing", EvidenceRequest(origins=("x",)))
@@ -100,8 +132,20 @@ def test_evaluate_assembly_runs_end_to_end_against_serve(tmp_path: Path) -> None
     assert cli(["import", *map(str, CORPUS), "--store", str(store)]) == 0
     out = tmp_path / "assembly.json"
     with running(*SERVE, "--store", str(store), "--port", "0") as (_, base):
-        code = cli(["evaluate", "--eval", str(EVAL), "--context", "sake", "--url", base,
-                    "--out", str(out), "--assembly"])  # fmt: skip
+        code = cli(
+            [
+                "evaluate",
+                "--eval",
+                str(EVAL),
+                "--context",
+                "sake",
+                "--url",
+                base,
+                "--out",
+                str(out),
+                "--assembly",
+            ]
+        )
     assert code == 0
     artifact = json.loads(out.read_text(encoding="utf-8"))
     assert artifact["inputs"]["mode"] == "assembly"
@@ -112,16 +156,24 @@ def test_evaluate_assembly_runs_end_to_end_against_serve(tmp_path: Path) -> None
     # first. Fused: 杜氏 and the passage tie at 1/61 (association sorts first), then
     # 1/62, 1/63. Hits = each item's own locator, then its citation refs.
     items = origin["evidence"]["items"]
-    assert [item["candidate_id"].split("\0")[-1] for item in items] == ["高瀬", "0", "霧沢町",
-                                                                        "青嶺酒造"]  # fmt: skip
+    assert [item["candidate_id"].split("\0")[-1] for item in items] == [
+        "高瀬",
+        "0",
+        "霧沢町",
+        "青嶺酒造",
+    ]
     hits = [(h["source"], h["paragraph"]) for h in origin["passage"]["hits"]]
     assert hits == [("corpus/brewery.md", 1)] + [("corpus/brewery.md", 0)] * 3
     # brewery p0 (rel 3) first at index 1, water (rel 1) missed: recall 1/2, MRR 1/2,
     # nDCG = (3/log2 3) / (3/log2 2 + 1/log2 3).
     log3 = 1.584962500721156
-    assert origin["recall"] == {"recall_at_k": 0.5, "mrr": 0.5,
-                                "ndcg": pytest.approx((3 / log3) / (3 + 1 / log3)),
-                                "expected_total": 2, "matched": 1}  # fmt: skip
+    assert origin["recall"] == {
+        "recall_at_k": 0.5,
+        "mrr": 0.5,
+        "ndcg": pytest.approx((3 / log3) / (3 + 1 / log3)),
+        "expected_total": 2,
+        "matched": 1,
+    }
     assert origin["budget"]["items_used"] == 4 and origin["budget"]["omitted_total"] == 0
     # toji: the cue 杜氏 names a label, not a concept: no anchor, the passage lane alone.
     assert [i["kind"] for i in cases["toji"]["evidence"]["items"]] == ["passage"]

@@ -1,12 +1,15 @@
 """`taguru-ray serve`: answer Taguru's HTTP surface for an embedded context store.
 
-Parsing and start-up only; the server is `taguru_ray.serve`. Once it accepts
-connections, stdout's one line is `listening on HOST:PORT` (flushed), as the
-reference server says it, so a parent process can read the port `--port 0`
-picked. SIGINT/SIGTERM stop it cleanly. Exit codes: 0 after a signal, 1 when
+Parsing and start-up only; the server is `taguru_ray.serve`. With no arguments it
+starts as Taguru does, from TAGURU_ADDR, TAGURU_DATA_DIR and the key variables
+(`serve.startup`), so a harness written for Taguru runs it unchanged. Once it
+accepts connections, stdout's one line is `listening on HOST:PORT` (flushed), as
+the reference server says it, so a parent process can read the port `--port 0`
+(or `TAGURU_ADDR=…:0`) picked. SIGINT/SIGTERM stop it cleanly. Exit codes: 0 after a signal, 1 when
 the address cannot be bound or SQLite cannot open the store (locked, read-only:
 `sqlite_wal.opening`), 2 for a bad flag, a `--store` that does not exist
-or is not a store, or a malformed `TAGURU_API_TOKEN(S)`/`TAGURU_KEY_SCOPES`/
+or is not a store, a TAGURU_DATA_DIR holding other files, or a malformed
+`TAGURU_ADDR`/`TAGURU_API_TOKEN(S)`/`TAGURU_KEY_SCOPES`/`TAGURU_RATE_LIMIT_PER_MIN`/
 `TAGURU_EMBED_*`.
 """
 
@@ -23,7 +26,7 @@ from typing import Any
 from taguru_ray.cli.args import OneLineParser
 from taguru_ray.context.embeddings import embedder_from_env
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError
-from taguru_ray.serve import ServeConfig, serve
+from taguru_ray.serve import ServeConfig, serve, startup
 from taguru_ray.serve.auth import KeyringError, keyring_from_env
 from taguru_ray.serve.state import max_body_bytes_from_env
 
@@ -38,14 +41,19 @@ def main(argv: list[str]) -> int:
     except SystemExit as exc:  # argparse's usage error (2) or --help (0)
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     try:
+        listen = startup.listen_address(os.environ)
+        # Started the way Taguru is (no --store): TAGURU_DATA_DIR, writable as Taguru is.
+        folder = Path(args.store) if args.store else startup.data_dir(os.environ)
         config = ServeConfig(
-            writable=args.writable,
+            writable=args.writable or not args.store,
             keyring=keyring_from_env(os.environ),
             max_body_bytes=max_body_bytes_from_env(os.environ),
+            rate_limit_per_min=startup.rate_limit(os.environ),
         )
-    except (KeyringError, ValueError) as exc:
+    except (KeyringError, ValueError) as exc:  # StartupError included
         return _say(str(exc), EXIT_USAGE)
-    folder = Path(args.store)
+    host = args.host if args.host is not None else listen.host
+    port = args.port if args.port is not None else listen.port
     if not folder.is_dir():
         return _say(f"--store {args.store}: no such folder", EXIT_USAGE)
     try:
@@ -53,7 +61,7 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:
         return _say(str(exc), EXIT_USAGE)
     try:
-        store = _open_store(folder, embedder)
+        store = _open_store(folder, embedder, create=not args.store)
     except _NoStore as exc:
         return _say(str(exc), EXIT_USAGE)
     except TaguruRayError as exc:  # the store's own line: a file, no database, read-only
@@ -61,16 +69,16 @@ def main(argv: list[str]) -> int:
     except ImportError as exc:
         return _say(f"the embedded context store is not available: {exc}", EXIT_FAILED)
     except Exception as exc:  # the store names what is wrong with the folder
-        return _say(f"--store {args.store}: not a context store: {exc}", EXIT_USAGE)
-    if config.keyring.disabled and args.host not in LOOPBACK:
+        return _say(f"{folder}: not a context store: {exc}", EXIT_USAGE)
+    if config.keyring.disabled and host not in LOOPBACK:
         print(
-            f"{PROG}: TAGURU_API_TOKEN(S) is not set: {args.host} accepts unauthenticated requests",
+            f"{PROG}: TAGURU_API_TOKEN(S) is not set: {host} accepts unauthenticated requests",
             file=sys.stderr,
         )
     try:
-        asyncio.run(_run(store, args.host, args.port, config))
+        asyncio.run(_run(store, host, port, config))
     except OSError as exc:
-        return _say(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}", 1)
+        return _say(f"cannot listen on {host}:{port}: {exc.strerror or exc}", 1)
     finally:
         _close(store)
     return EXIT_OK
@@ -80,12 +88,13 @@ class _NoStore(Exception):
     pass
 
 
-def _open_store(folder: Path, embedder: Any = None) -> Any:
-    """The folder's store, never a new one: serving an empty folder is a mistake."""
+def _open_store(folder: Path, embedder: Any = None, *, create: bool = False) -> Any:
+    """The folder's store; a new one only for TAGURU_DATA_DIR (startup.data_dir checked
+    the folder is empty): `--store` serving an empty folder is a mistake."""
     from taguru_ray.context.store import SqliteStore
 
     try:
-        return SqliteStore(folder, create=False, embedder=embedder)
+        return SqliteStore(folder, create=create, embedder=embedder)
     except FileNotFoundError:
         raise _NoStore(
             f"--store {folder}: no context store here "
@@ -132,19 +141,23 @@ def _parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--store", required=True, metavar="DIR", help="the store folder to serve")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument(
+        "--store",
+        metavar="DIR",
+        help="the store folder to serve, read-only unless --writable (default: "
+        "TAGURU_DATA_DIR, else ./data — created if empty, writable, as Taguru starts)",
+    )
+    p.add_argument("--host", help="address to listen on (default: TAGURU_ADDR's, else 127.0.0.1)")
     p.add_argument(
         "--port",
         type=_port,
-        default=8248,
-        help="port; 0 picks a free one (default 8248). Ready when stdout says "
-        "`listening on HOST:PORT`",
+        help="port; 0 picks a free one (default: TAGURU_ADDR's, else 8248). Ready when "
+        "stdout says `listening on HOST:PORT`",
     )
     p.add_argument(
         "--writable",
         action="store_true",
-        help="accept POST /import (read-only without it; a dry run is always answered)",
+        help="with --store: accept writes and POST /import (a dry run is always answered)",
     )
     return p
 
@@ -154,9 +167,16 @@ auth: bearer keys as the reference server reads them. TAGURU_API_TOKEN is the
 key "default"; TAGURU_API_TOKENS adds named keys ("ci:tokA,laptop:tokB");
 TAGURU_KEY_SCOPES grants roles by key name ({"ci": "read", "bot": {"role":
 "admin", "contexts": ["sake"]}}; read < write < admin; an unnamed key is
-admin). No key set: the API is open. Reads need read; POST /import needs
---writable and, with keys, an admin key. /health is always open.
-TAGURU_MAX_BODY_BYTES caps a request body (default 8 MiB).
+admin). No key set: the API is open. Roles as the reference's table: reads need
+read, context writes write, delete/rename/flush/POST /import admin; a --store
+server also needs --writable for any write. /health, /live, /metrics and
+/version are always open and never rate-limited. TAGURU_RATE_LIMIT_PER_MIN
+meters each key (429 + Retry-After past it; 0 = off). TAGURU_MAX_BODY_BYTES caps
+a request body (default 8 MiB).
+
+start-up: with no --store, TAGURU_DATA_DIR (default ./data) is the store — an
+empty or missing folder becomes one — and TAGURU_ADDR (default 127.0.0.1:8248;
+port 0 picks one) the address; the server is writable, as Taguru is.
 
 embeddings: TAGURU_EMBED_URL (an OpenAI-compatible …/v1/embeddings endpoint) and
 TAGURU_EMBED_MODEL configure a provider (TAGURU_EMBED_API_KEY its key,

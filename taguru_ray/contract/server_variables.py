@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 ADDR = "TAGURU_ADDR"
+DATA_DIR = "TAGURU_DATA_DIR"
+RATE_LIMIT_PER_MIN = "TAGURU_RATE_LIMIT_PER_MIN"
+FLUSH_SECS = "TAGURU_FLUSH_SECS"
 API_TOKEN = "TAGURU_API_TOKEN"
 API_TOKENS = "TAGURU_API_TOKENS"
 KEY_SCOPES = "TAGURU_KEY_SCOPES"
@@ -25,6 +28,12 @@ SEMANTIC_FLOOR = "TAGURU_SEMANTIC_FLOOR"
 SERVER_VARIABLES: Mapping[str, str] = {
     ADDR: "the server's address, HOST:PORT (default 127.0.0.1:8248); clients read it "
     "when --url is not given",
+    DATA_DIR: "`serve` with no --store: the store folder (default ./data; a missing or "
+    "empty folder becomes a store, and the server is writable)",
+    RATE_LIMIT_PER_MIN: "requests per minute per key (0 or unset = off); past it 429 with "
+    "Retry-After; probes are exempt",
+    FLUSH_SECS: "the reference's image flush interval; accepted by `serve`, which commits "
+    "every write before answering and has nothing to flush later",
     API_TOKEN: "one bearer key, named `default`",
     API_TOKENS: "named bearer keys, `name:token,name:token`",
     KEY_SCOPES: "roles per key name, JSON: read < write < admin, optionally per context",

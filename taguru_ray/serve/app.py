@@ -44,7 +44,9 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 def create_app(store: ContextStore, config: ServeConfig | None = None) -> web.Application:
     config = config or ServeConfig()
-    app = web.Application(middlewares=[_errors, _auth], client_max_size=config.max_body_bytes)
+    app = web.Application(
+        middlewares=[_errors, _auth, _throttle], client_max_size=config.max_body_bytes
+    )
     state = ServerState(store, config)
     app[STATE] = state
     add_routes(app.router)
@@ -93,6 +95,12 @@ async def serve(
 async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     started = time.monotonic()
     request[STARTED] = started
+    response = await _answer(request, handler, started)
+    request.app[STATE].metrics.count(request, response.status)
+    return response
+
+
+async def _answer(request: web.Request, handler: Handler, started: float) -> web.StreamResponse:
     try:
         return await handler(request)
     except ContextError as exc:
@@ -163,3 +171,23 @@ async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
     request[SCOPE] = scope
     request[KEY_NAME] = name
     return await handler(request)
+
+
+@web.middleware
+async def _throttle(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Inside auth, as in the reference: a key spends its own budget (a wrong token
+    costs nothing); without auth the caller's address is the key."""
+    limiter = request.app[STATE].limiter
+    if limiter.disabled or request.path in EXEMPT_PATHS:
+        return await handler(request)
+    key = request.get(KEY_NAME) or f"peer:{request.remote}"
+    wait = limiter.admit(key)
+    if wait is None:
+        return await handler(request)
+    raise ContextError(
+        429,
+        "rate_limited",
+        f"key '{key}' is over its request budget ({limiter.per_minute} per minute) — "
+        f"retry in {wait}s",
+        {"retry_after": wait},
+    )

@@ -9,10 +9,11 @@ configured → the API is open (development mode). A malformed variable refuses
 to start: a credential that silently failed to arm is an auth hole. Error texts
 name entries by position, never a token.
 
-Every read route needs `read`; `POST /import` needs `admin`, as in the
-reference. On top of that this server is read-only unless started with
-`--writable` (app.py): a write-capable key alone does not open `/import`.
-`/health` answers without credentials. Presented tokens are compared with
+Routes need the role the reference's table gives them (`required_role`):
+the retrieval loop `read`, the ingest loop `write`, operator verbs (delete,
+rename, flush, `POST /import`) `admin`. On top of that a server started with
+`--store` is read-only unless `--writable` (app.py). The probes (`/health`,
+`/live`, `/metrics`, `/version`) answer without credentials. Presented tokens are compared with
 `hmac.compare_digest` against every key, so timing says nothing about which.
 """
 
@@ -27,7 +28,8 @@ from typing import Any
 
 from taguru_ray.contract.server_variables import API_TOKEN, API_TOKENS, KEY_SCOPES
 
-EXEMPT_PATHS = frozenset({"/health"})
+# The probes: answered without a token and never rate-limited (the reference's list).
+EXEMPT_PATHS = frozenset({"/health", "/live", "/metrics", "/version"})
 _BEARER = "bearer "
 
 
@@ -161,9 +163,34 @@ def presented_token(values: list[str]) -> str | None:
     return values[0][len(_BEARER) :]
 
 
-def required_role(method: str, route: str) -> Role:
-    """The least role a (method, route template) needs; unclassified routes need admin."""
-    if method == "GET" or (method == "POST" and route.startswith("/contexts/{name}/")):
-        return Role.READ
-    return Role.ADMIN
+_READ_ROUTES = frozenset(
+    [("GET", r) for r in ("/contexts", "/contexts/{name}", "/contexts/{name}/labels",
+                          "/contexts/{name}/aliases", "/contexts/{name}/sources",
+                          "/contexts/{name}/embeddings", "/contexts/{name}/export",
+                          "/contexts/{name}/changes", "/contexts/{name}/communities",
+                          "/groups", "/groups/{name}")]
+    + [("POST", r) for r in ("/recall", "/query", "/sources/search")]
+    + [("POST", f"/contexts/{{name}}/{r}") for r in (
+        "recall", "query", "describe", "explore", "activate", "paths", "resolve",
+        "resolve_label", "sources/lookup", "sources/search", "sources/search/explain",
+        "citations", "unreachable_from", "vocabulary/audit", "drift/audit",
+        "communities/search", "evidence")]
+)  # fmt: skip
+_WRITE_ROUTES = frozenset(
+    [("PUT", "/contexts/{name}"), ("PATCH", "/contexts/{name}"), ("PUT", "/groups/{name}"),
+     ("PATCH", "/groups/{name}"), ("DELETE", "/contexts/{name}/aliases")]
+    + [("POST", f"/contexts/{{name}}/{r}") for r in (
+        "associations", "associations/retract", "aliases", "sources", "sources/retract",
+        "promote", "embeddings/refresh")]
+)  # fmt: skip
 
+
+def required_role(method: str, route: str) -> Role:
+    """The least role a (method, route template) needs, the reference's table: the
+    retrieval loop reads, the ingest loop writes, operator verbs (delete, rename,
+    flush, import) and anything unclassified need admin — fail closed."""
+    if (method, route) in _READ_ROUTES:
+        return Role.READ
+    if (method, route) in _WRITE_ROUTES:
+        return Role.WRITE
+    return Role.ADMIN

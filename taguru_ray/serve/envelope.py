@@ -33,6 +33,7 @@ CODE_BY_STATUS = {
     422: "malformed_request",
     429: "rate_limited",
     500: "internal",
+    501: "not_implemented",
     502: "embeddings_failed",
     503: "overloaded",
 }
@@ -59,12 +60,15 @@ def refusal(error: ContextError, started: float) -> web.Response:
         "error": error.message,
         "time": elapsed(started),
     }
-    for key, value in error.extra.items():
+    extra = dict(error.extra)
+    retry_after = extra.pop("retry_after", None)  # a header, not a body field
+    for key, value in extra.items():
         body.setdefault(key, value)
-    headers = {"WWW-Authenticate": "Bearer"} if error.status == 401 else None
     response = bare(body, status=error.status)
-    if headers:
-        response.headers.update(headers)
+    if error.status == 401:
+        response.headers["WWW-Authenticate"] = "Bearer"
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
     return response
 
 

@@ -85,6 +85,14 @@ class Page:
 
 def json_object(raw: bytes, content_type: str) -> dict[str, Any]:
     """The body as a JSON object, or the refusal axum's Json extractor would give."""
+    body = json_value(raw, content_type)
+    if not isinstance(body, dict):
+        raise _shape(f"invalid type: {_kind(body)}, expected a JSON object")
+    return body
+
+
+def json_value(raw: bytes, content_type: str) -> Any:
+    """The body as any JSON value (an association write is an array)."""
     media = content_type.split(";", 1)[0].strip().lower()
     if media != "application/json" and not media.endswith("+json"):
         raise ContextError(
@@ -100,8 +108,6 @@ def json_object(raw: bytes, content_type: str) -> dict[str, Any]:
         raise ContextError(
             400, "malformed_request", f"Failed to parse the request body as JSON: {exc}"
         ) from None
-    if not isinstance(body, dict):
-        raise _shape(f"invalid type: {_kind(body)}, expected a JSON object")
     return body
 
 

@@ -16,10 +16,12 @@ from taguru_ray import __version__
 from taguru_ray.context.api import Namespace
 from taguru_ray.context.importer import ImportRefusal, stream_contexts
 from taguru_ray.serve import requests
-from taguru_ray.serve.evidence_request import evidence as evidence_request
 from taguru_ray.serve.deadlines import read_body
 from taguru_ray.serve.envelope import bare, fail, ok
+from taguru_ray.serve.evidence_request import evidence as evidence_request
 from taguru_ray.serve.state import KEY_NAME, SCOPE, STARTED, STATE
+from taguru_ray.serve.unsupported import add_unsupported_routes
+from taguru_ray.serve.write_routes import add_write_routes
 
 
 def add_routes(router: web.UrlDispatcher) -> None:
@@ -36,6 +38,8 @@ def add_routes(router: web.UrlDispatcher) -> None:
     router.add_post("/contexts/{name}/citations", citations)
     router.add_post("/contexts/{name}/evidence", evidence)
     router.add_post("/import", import_stream)
+    add_write_routes(router)
+    add_unsupported_routes(router)
 
 
 async def health(request: web.Request) -> web.Response:

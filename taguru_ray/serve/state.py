@@ -16,6 +16,8 @@ from taguru_ray.context.api import ContextStore
 from taguru_ray.contract.server_variables import MAX_BODY_BYTES
 from taguru_ray.serve.auth import Keyring, Scope
 from taguru_ray.serve.deadlines import BODY_READ_SECONDS, HEADER_READ_SECONDS
+from taguru_ray.serve.metrics import Metrics
+from taguru_ray.serve.rate_limit import RateLimiter
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024  # the reference's TAGURU_MAX_BODY_BYTES default
 DEFAULT_READERS = 32
@@ -29,6 +31,7 @@ class ServeConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     readers: int = DEFAULT_READERS  # threads answering store calls at once
     header_timeout: float = HEADER_READ_SECONDS  # deadlines.py says why
+    rate_limit_per_min: int = 0  # TAGURU_RATE_LIMIT_PER_MIN, per key; 0 = off
     body_timeout: float = BODY_READ_SECONDS
 
 
@@ -41,6 +44,9 @@ class ServerState:
         self.config = config
         self.executor = ThreadPoolExecutor(config.readers, thread_name_prefix="taguru-serve")
         self.import_lock = asyncio.Lock()
+        self.limiter = RateLimiter(config.rate_limit_per_min)
+        self.metrics = Metrics()
+        self.dirty: set[str] = set()  # contexts written since the last POST /flush
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
