@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from taguru_ray.pipeline.carryover import glean_ask
 from taguru_ray.pipeline.plan import Piece
 from taguru_ray.pipeline.prompt import user_turn
-from taguru_ray.pipeline.tokens import HEURISTIC_COUNTER, Counter, heuristic
+from taguru_ray.pipeline.tokens import HEURISTIC_COUNTER, Counter
 
 OUTPUT_RATIO = 1.5  # answer tokens per token of the chunk's own text
 QUESTION_TOKENS = 24  # one proposed retrieval question with its paragraph tag
@@ -59,9 +59,6 @@ class Estimate:
     @property
     def tokens(self) -> int:
         return self.input_tokens + self.output_tokens
-
-
-tokens = heuristic  # 4 bytes a token: the name callers knew it by
 
 
 def estimate_segment(

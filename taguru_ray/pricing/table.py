@@ -120,7 +120,7 @@ def _pair(entry: object, keys: tuple[str, str]) -> tuple[float, float] | None:
 def _basis(data: dict[str, object], name: str) -> str:
     """Where the prices come from: the file, and the source and date it names."""
     version, retrieved = data.get("source_version"), data.get("retrieved", data.get("as_of"))
-    said = [str(v) for v in (version,) if isinstance(v, str)]
+    said = [version] if isinstance(version, str) else []
     said += [f"as of {retrieved}"] if isinstance(retrieved, str) else []
     return f"{name}, {', '.join(said)}" if said else name
 
