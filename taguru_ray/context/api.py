@@ -55,6 +55,10 @@ class ContextStore(Protocol):
         dice_floor, semantic_floor, stats, usage, revision, schema_mode)."""
         ...
 
+    def context_names(self) -> list[str]:
+        """Every context's name, byte-ordered (what `/metrics` counts)."""
+        ...
+
     def embeddings(self, name: str) -> dict[str, Any]:
         """GET /contexts/{name}/embeddings → `{"provider_model": str|null, "glosses"?,
         "passages"?}`."""
@@ -116,6 +120,11 @@ class ContextStore(Protocol):
     def citation(self, name: str, source: str, paragraph: int) -> dict[str, Any]:
         """POST /contexts/{name}/citations → `{"text", "source", "section", "locator"}`;
         404 `no_source` / `no_paragraph` (§1.5)."""
+        ...
+
+    def lookup_passages(self, name: str, sources: Sequence[str]) -> dict[str, Any]:
+        """POST /contexts/{name}/sources/lookup → `{"passages": {source: text}, "missing":
+        [source…]}`. The write routes' methods are `context.writes.ContextWrites`."""
         ...
 
     def evidence(self, name: str, request: EvidenceRequest) -> dict[str, Any]:

@@ -268,8 +268,8 @@ def select(
             items.append(item)
     frame = array_overhead(used["items"]) + array_overhead(used["citations"])
     by_reason: dict[str, int] = {}
-    for entry in omitted:
-        by_reason[entry["reason"]] = by_reason.get(entry["reason"], 0) + 1
+    for left_out in omitted:
+        by_reason[left_out["reason"]] = by_reason.get(left_out["reason"], 0) + 1
     return {
         "items": items,
         "citations": [chosen[origin] for origin in sorted(chosen)],

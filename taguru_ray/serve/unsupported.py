@@ -11,6 +11,8 @@ lists the same routes.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from aiohttp import web
 
 from taguru_ray.serve.envelope import fail
@@ -57,7 +59,9 @@ def add_unsupported_routes(router: web.UrlDispatcher) -> None:
     router.add_post("/contexts/{name}/embeddings/refresh", _embeddings_refresh)
 
 
-def _answer(method: str, route: str, why: str) -> web.RequestHandler:  # type: ignore[name-defined]
+def _answer(
+    method: str, route: str, why: str
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     async def handler(request: web.Request) -> web.Response:
         raise fail(
             501,
