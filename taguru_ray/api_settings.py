@@ -54,6 +54,8 @@ class ExtractSettings(TypedDict, total=False):
     max_inflight: int | str
     rpm: int
     tpm: int
+    batch_api: str | None
+    batch_poll_secs: float
     prices: str | os.PathLike[str] | None
     price_per_hour: float | None
     budget_usd: float | None

@@ -178,7 +178,8 @@ CASES: list[tuple[type[Typed], str, dict[str, Any]]] = [
         "type run_id attempt_seq corrects gleans replayed_from piece_id source chunk_index "
         "stage attempt max_attempts state length_limited transport_retries elapsed_seconds "
         "requested_max_tokens rung piece_bytes finish_reason input_tokens output_tokens "
-        "total_tokens messages answer parse_error validation_issues removed_items",
+        "total_tokens messages answer parse_error validation_issues removed_items batch_id "
+        "custom_id",
         dict(
             run_id="r",
             attempt_seq=2,
@@ -207,6 +208,8 @@ CASES: list[tuple[type[Typed], str, dict[str, Any]]] = [
             parse_error=None,
             validation_issues=None,
             removed_items=None,
+            batch_id="batch_1",
+            custom_id="c-1",
         ),
     ),
     (

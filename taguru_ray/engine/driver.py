@@ -19,13 +19,14 @@ import ray
 
 from taguru_ray.contract.names import join, output_name, written_id
 from taguru_ray.contract.ray_variables import USE_TLS
+from taguru_ray.engine.batch_price import chain, rounds_line, run_tariff
 from taguru_ray.engine.cluster_paths import for_the_cluster, remote_head
 from taguru_ray.engine.run import ExtractRun
 from taguru_ray.engine.run_inputs import load_run_inputs
 from taguru_ray.engine.same_bytes import SameBytes, manifest_holders
 from taguru_ray.engine.scan import Console, Tally, scan, skip_line
 from taguru_ray.engine.segment import FAILURE_PREFIX
-from taguru_ray.engine.spend import estimate_line, tariff_of
+from taguru_ray.engine.spend import estimate_line
 from taguru_ray.errors import MESSAGE_PREFIX, StartupError, TaguruRayError, exit_code
 from taguru_ray.llm.tokenizer import load_counter
 from taguru_ray.pipeline.chunk_context import plan_segment
@@ -50,7 +51,7 @@ def dry_run(settings: Settings, console: Console) -> int:
     for line in settings.notes:
         console.err(f"{MESSAGE_PREFIX}{line}")
     inputs = load_run_inputs(settings)  # the digests are fingerprint inputs
-    tariff = tariff_of(settings)
+    tariff = run_tariff(settings)  # the batch price under --batch-api
     out = OutDir(settings.source.out)
     sources = expand(settings.source.paths)
     estimate = Estimate()
@@ -61,6 +62,7 @@ def dry_run(settings: Settings, console: Console) -> int:
     existing = out.presence()
     tally = Tally(total=len(sources))
     seen: set[str] = set()
+    chains: list[int] = []  # rounds per planned segment, under --batch-api
     several = len(sources) > 1
     same_bytes = SameBytes(
         lambda i: (sources[i], written_id(sources[i], settings.source.source_id, several)),
@@ -86,6 +88,7 @@ def dry_run(settings: Settings, console: Console) -> int:
             settings.prompt.chunk_context, segment.paragraphs, settings.input.chunk_bytes
         )
         masked = sum(1 for found in redactions if not found.preexisting)
+        chains.append(chain(settings, len(chunks)))
         fingerprint = checkpoint_fingerprint(settings, inputs.digests, segment.sha256)
         reusable = (
             0
@@ -125,6 +128,8 @@ def dry_run(settings: Settings, console: Console) -> int:
     )
     if tally.planned:
         console.err(f"{MESSAGE_PREFIX}{estimate_line(estimate, tariff, counter)}")
+    if tally.planned and settings.transport.batch_api:
+        console.err(f"{MESSAGE_PREFIX}{rounds_line(settings, chains)}")
     return exit_code(tally.failed, stopped=False)
 
 
@@ -289,7 +294,7 @@ def execute(
     for line in lines:
         console.err(f"{MESSAGE_PREFIX}{line}")
     inputs = load_run_inputs(settings)  # before the lock: nothing written yet
-    tariff = tariff_of(settings)
+    tariff = run_tariff(settings)  # the batch price under --batch-api
     note = unmasked_note(settings)
     if note:
         console.err(note)

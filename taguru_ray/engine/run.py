@@ -38,6 +38,7 @@ import ray
 
 from taguru_ray import heap
 from taguru_ray.contract.names import output_name, written_id
+from taguru_ray.engine.batch_segments import BatchSegments
 from taguru_ray.engine.dispatch import Dispatch
 from taguru_ray.engine.head_actors import HeadActors
 from taguru_ray.engine.monitor import Monitor
@@ -90,7 +91,11 @@ class ExtractRun:
         self.monitor = Monitor(settings, self.tally, console)
         self.console = self.monitor.console  # every line lifts the progress bar first
         self.actors = HeadActors(settings, self.run_id, tariff, lock)
-        self.workers = Workers(settings, self.run_id, len(sources), self.console.err, self.actors)
+        self.workers = (
+            BatchSegments(settings, self.run_id, out, self.actors, inputs, self.console.err)
+            if settings.transport.batch_api  # the programs run here, answered in rounds
+            else Workers(settings, self.run_id, len(sources), self.console.err, self.actors)
+        )
         self.stop = Stopping(self.console, self.monitor.clear, self.actors, self.workers)
         self.summary = Summary(self.console, self.tally, sources, tariff, self.stop)
         self.skipping = Skipping(settings, out, inputs, self.window, self.summary, self.tally)

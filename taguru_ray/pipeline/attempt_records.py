@@ -66,6 +66,8 @@ def attempt_record(
         parse_error=verdict.parse_error,
         validation_issues=list(verdict.issues) or None,
         removed_items=removed if verdict.clean and removed else None,
+        batch_id=completion.extra.get("batch_id"),
+        custom_id=completion.extra.get("custom_id"),
     ).record()
 
 

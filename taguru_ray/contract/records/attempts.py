@@ -84,6 +84,10 @@ class AttemptRecord(Typed):
     parse_error: str | None
     validation_issues: list[Any] | None
     removed_items: list[Any] | None
+    # taguru-ray's, under --batch-api (ADR 0068): the provider batch that answered it, and
+    # the request's id in that batch; absent for a live completion.
+    batch_id: Annotated[str | None, WHEN_SET] = None
+    custom_id: Annotated[str | None, WHEN_SET] = None
 
 
 class MoveRecord(Typed):

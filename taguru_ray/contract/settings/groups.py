@@ -311,6 +311,20 @@ class Transport(Group):
         Knob("a ceiling of estimated tokens per sliding minute", flag="--tpm", env="TAGURU_RAY_TPM",
              metavar="N", parse=values.int_at_least(1), shown="none"),
     ] = 0
+    batch_api: Annotated[
+        str | None,
+        Knob("send the completions through a provider's batch API, in rounds, at its batch "
+             "price (openai: /v1/batches, anthropic: /v1/messages/batches); answers take up to "
+             "24 h a round, and a rerun collects batches in flight (ADR 0068)",
+             flag="--batch-api", env="TAGURU_RAY_BATCH_API", metavar="API",
+             parse=values.choice("openai", "anthropic"), shown="off"),
+    ] = None
+    batch_poll_secs: Annotated[
+        float,
+        Knob("the first wait between polls of a batch in flight; it doubles up to 10 minutes",
+             flag="--batch-poll-secs", env="TAGURU_RAY_BATCH_POLL_SECS", metavar="S",
+             parse=values.seconds),
+    ] = 30.0
 
 
 class Scale(Group):
