@@ -156,6 +156,7 @@ class ContextWrites:
         with self._usage_lock:
             self._indexes = {k: v for k, v in self._indexes.items() if k[0] != key}
             self._reads.pop(name, None)
+        self._matrices = type(self._matrices)()  # vectors cached by id: reloaded on demand
         return True
 
     def add_associations(self: Any, name: str, ops: Sequence[AssociationOp]) -> int:
