@@ -139,6 +139,17 @@ class SimulatorProcess:
     def script(self) -> list[dict[str, Any]]:
         return self._call("GET", "/script")
 
+    def batch_stats(self) -> dict[str, Any]:
+        """The batch desk's counters: requests by custom_id, those handed over twice."""
+        return self._call("GET", "/batches/stats")
+
+    def set_batch_behaviour(self, **fields: float) -> dict[str, Any]:
+        """delay_seconds, expire, fail_rate of batches created from now on; with
+        `reset`, the batch counters are zeroed first."""
+        if fields.pop("reset", False):
+            self._call("POST", "/batches/reset")
+        return self._call("POST", "/batches/behaviour", fields)
+
     def __enter__(self) -> SimulatorProcess:
         return self.start()
 

@@ -622,11 +622,11 @@ async def _batch_reset(request: web.Request) -> web.Response:
 
 
 async def _batch_behaviour(request: web.Request) -> web.Response:
-    """Change delay_seconds, expire, fail_rate (and seed) of batches created from now on."""
+    """Change delay_seconds, expire, fail_rate (and seed) of batches created from now on;
+    the counters stay (POST /batches/reset zeroes them)."""
     desk = request.app[BATCH_DESK]
     try:
         desk.behaviour.update(json.loads(await request.read()))
     except (ValueError, AttributeError) as error:
         return _error(400, str(error), "invalid_request_error")
-    desk.reset()
     return web.json_response(desk.stats())
