@@ -47,7 +47,9 @@ def run_import(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def import_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "taguru_ray", "import", *args]
+    # Groups of 16 files: the kill lands between many commits (the default, 8 192
+    # paragraphs, would hold this whole folder in one).
+    return [sys.executable, "-m", "taguru_ray", "import", "--group-paragraphs", "64", *args]
 
 
 def _env() -> dict[str, str]:

@@ -31,11 +31,12 @@ def _connection(tmp_path: Path) -> sqlite3.Connection:
 
 def _rows(conn: sqlite3.Connection) -> dict[tuple[str, int], list[tuple[int, int, int]]]:
     found = {}
-    for term, window, count, max_tf, min_length, data in conn.execute(
-        "SELECT term, window, count, max_tf, min_length, data FROM term_windows"
+    for term, window, count, max_tf, min_length, top_length, data in conn.execute(
+        "SELECT term, window, count, max_tf, min_length, top_length, data FROM term_windows"
     ):
         ids, tf, length = decode_raw(window, data)
         assert (count, max_tf, min_length) == (len(ids), tf.max(), length.min())
+        assert top_length == length[tf == max_tf].min()
         found[(term, window)] = list(zip(ids.tolist(), tf.tolist(), length.tolist(), strict=True))
     return found
 

@@ -44,10 +44,11 @@ from taguru_ray.tools.records import read_source_files
 
 PREFIX = "taguru-ray: import: "
 NOT_SOURCE_FILES = frozenset({"diagnostics.jsonl"})
-# A transaction's files: few enough that a kill loses little, many enough that the
-# commit and the postings rows' rewrite are paid once for many files (ADR 0067).
-GROUP_FILES = 64
-GROUP_PARAGRAPHS = 2048
+# A transaction's paragraphs: each group rewrites a row (a page) of nearly every term it
+# carries, so a group must be large to spread that over many paragraphs (ADR 0067); a kill
+# loses at most the group in flight. The file cap bounds memory when files are tiny.
+GROUP_PARAGRAPHS = 8192
+GROUP_FILES = 1024
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,6 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--url", metavar="URL", help="a Taguru server to POST /import to")
     parser.add_argument("--context", metavar="NAME", help="the local context's name")
     parser.add_argument("--dry-run", action="store_true", help="check and count, write nothing")
+    parser.add_argument(
+        "--group-paragraphs",
+        metavar="N",
+        type=_positive,
+        default=GROUP_PARAGRAPHS,
+        help="--store: paragraphs written per transaction (each file stays all or nothing; "
+        f"a kill loses at most one group; default {GROUP_PARAGRAPHS})",
+    )
     return parser
 
 
@@ -157,6 +166,13 @@ def _apply(store: SqliteStore, name: str, data: bytes, args: argparse.Namespace)
     return embedded
 
 
+def _positive(text: str) -> int:
+    value = int(text) if text.isdigit() else 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
 def _apply_grouped(
     store: SqliteStore, files: list[tuple[str, bytes]], args: argparse.Namespace
 ) -> int:
@@ -175,7 +191,7 @@ def _apply_grouped(
             continue
         group.append((name, stream))
         paragraphs += sum(len(b.prepared or ()) for b in stream.batches)
-        if len(group) >= GROUP_FILES or paragraphs >= GROUP_PARAGRAPHS:
+        if len(group) >= GROUP_FILES or paragraphs >= args.group_paragraphs:
             refused += _commit_group(store, group)
             group, paragraphs = [], 0
     if group:

@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS term_windows (
     count INTEGER NOT NULL,       -- postings in the window: summed over windows, the df
     max_tf INTEGER NOT NULL,      -- the largest term count here
     min_length INTEGER NOT NULL,  -- the shortest paragraph here (its questions included)
+    top_length INTEGER NOT NULL,  -- the shortest paragraph whose tf is max_tf
     data BLOB NOT NULL,           -- RECORDs in id order: appended by SQL's ||
     PRIMARY KEY (context, term, window)
 ) WITHOUT ROWID
@@ -103,18 +104,29 @@ class PostingsBuffer:
             for term, tf in counts.items():
                 rows.setdefault((context, term, window), []).append((offset, tf, length))
         conn.executemany(
-            "INSERT INTO term_windows (context, term, window, count, max_tf, min_length, data)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (context, term, window) DO UPDATE SET"
+            "INSERT INTO term_windows (context, term, window, count, max_tf, min_length,"
+            " top_length, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (context, term, window) DO UPDATE SET"
             " count = count + excluded.count, max_tf = max(max_tf, excluded.max_tf),"
             " min_length = min(min_length, excluded.min_length),"
-            " data = CAST(data || excluded.data AS BLOB)",
+            " top_length = CASE WHEN excluded.max_tf > max_tf THEN excluded.top_length"
+            " WHEN excluded.max_tf < max_tf THEN top_length"
+            " ELSE min(top_length, excluded.top_length) END,"
+            " data = CAST(data || excluded.data AS BLOB)",  # || makes text: the bytes, as a blob
             [
-                (context, term, window, len(added), max(p[1] for p in added),
-                 min(p[2] for p in added), np.array(added, RECORD).tobytes())
+                (context, term, window, *_bounds(added), np.array(added, RECORD).tobytes())
                 for (context, term, window), added in rows.items()
             ],
         )  # fmt: skip
         self.clear()
+
+
+def _bounds(added: list[tuple[int, int, int]]) -> tuple[int, int, int, int]:
+    """(count, largest tf, shortest length, shortest length at the largest tf) of (offset,
+    tf, length) postings."""
+    top = max(p[1] for p in added)
+    shortest = min(p[2] for p in added)
+    return len(added), top, shortest, min(p[2] for p in added if p[1] == top)
 
 
 def _write(
@@ -132,10 +144,11 @@ def _write(
             (context, term, window),
         )
         return
+    top = int(tf.max())
     conn.execute(
         "INSERT OR REPLACE INTO term_windows (context, term, window, count, max_tf, min_length,"
-        " data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (context, term, window, len(ids), int(tf.max()), int(length.min()),
+        " top_length, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (context, term, window, len(ids), top, int(length.min()), int(length[tf == top].min()),
          encode(ids, tf, length)),
     )  # fmt: skip
 
@@ -160,12 +173,13 @@ def remove(conn: sqlite3.Connection, context: int, terms: Mapping[int, Iterable[
 
 
 def windows(conn: sqlite3.Connection, context: int, term: str) -> np.ndarray:
-    """The term's rows' (window, count, max_tf, min_length), an int64 array of shape (n, 4)."""
+    """The term's rows' (window, count, max_tf, min_length, top_length): int64, shape (n, 5)."""
     rows = conn.execute(
-        "SELECT window, count, max_tf, min_length FROM term_windows WHERE context = ? AND term = ?",
+        "SELECT window, count, max_tf, min_length, top_length FROM term_windows"
+        " WHERE context = ? AND term = ?",
         (context, term),
     ).fetchall()
-    return np.array(rows, dtype=np.int64).reshape(-1, 4)
+    return np.array(rows, dtype=np.int64).reshape(-1, 5)
 
 
 def load(

@@ -35,19 +35,19 @@ from taguru_ray.context.resolve import DEFAULT_DICE_FLOOR, EntryIndex, clamp_flo
 from taguru_ray.context.vector_lanes import Lane, MatrixCache
 from taguru_ray.context.vector_rows import Refresh
 from taguru_ray.context.vectors import merge_tiers, needs_semantic
-from taguru_ray.context.writes import ContextWrites
 from taguru_ray.sqlite_wal import opening, unwritable
 
 _log = logging.getLogger(__name__)
 
 MAX_SOURCES_PAGE = 1000
+CACHE_KIB = 65536  # per connection, at most
 _CONTEXT_COLUMNS = (
     "id, name, description, pinned, dice_floor, semantic_floor, rev_graph, rev_passages,"
     " rev_config, paragraphs, paragraph_length, writes, last_write_epoch"
 )
 
 
-class SqliteStore(EvidenceReads, ContextWrites):
+class SqliteStore(EvidenceReads):
     """Every context of one store folder (``<folder>/taguru-context.sqlite3``)."""
 
     def __init__(
@@ -76,6 +76,9 @@ class SqliteStore(EvidenceReads, ContextWrites):
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._local.conn = schema.connect(self.path)
+            # An import rewrites the postings rows of the windows it fills (tens of MB at a
+            # time): SQLite's default 2 MB cache would reread them from the OS per group.
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")
         return conn
 
     @contextmanager
