@@ -35,6 +35,7 @@ from taguru_ray.context.resolve import DEFAULT_DICE_FLOOR, EntryIndex, clamp_flo
 from taguru_ray.context.vector_lanes import Lane, MatrixCache
 from taguru_ray.context.vector_rows import Refresh
 from taguru_ray.context.vectors import merge_tiers, needs_semantic
+from taguru_ray.context.writes import ContextWrites
 from taguru_ray.sqlite_wal import opening, unwritable
 
 _log = logging.getLogger(__name__)
@@ -47,7 +48,7 @@ _CONTEXT_COLUMNS = (
 )
 
 
-class SqliteStore(EvidenceReads):
+class SqliteStore(EvidenceReads, ContextWrites):
     """Every context of one store folder (``<folder>/taguru-context.sqlite3``)."""
 
     def __init__(
