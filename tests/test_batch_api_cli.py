@@ -67,12 +67,13 @@ def live_run(cli: Cli, docs: Path, out: Path) -> dict[str, bytes]:
     return source_files(out)
 
 
-def test_batch_rounds_write_the_bytes_a_live_run_writes(cli: Cli, tmp_path: Path) -> None:
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_batch_rounds_write_the_bytes_a_live_run_writes(cli: Cli, tmp_path: Path, api: str) -> None:
     docs = corpus(tmp_path)
     live = live_run(cli, docs, tmp_path / "live")
     cli.simulator.set_script(MALFORMED_ONCE)  # the same answers: the rule fires once again
     cli.simulator.set_batch_behaviour(reset=True, delay_seconds=0, expire=0, fail_rate=0)
-    result = cli.extract(*arguments(docs, tmp_path / "batch", *BATCH))
+    result = cli.extract(*arguments(docs, tmp_path / "batch", "--batch-api", api, *BATCH[2:]))
     assert result.returncode == 0, result.stderr
     assert source_files(tmp_path / "batch") == live and len(live) == 3
 
@@ -152,3 +153,26 @@ def test_a_driver_killed_in_a_round_is_rerun_and_hands_nothing_over_twice(
     attempts = records(out, "attempt")
     assert {a["batch_id"] for a in attempts} >= set(in_flight)  # the killed run's collected
     assert source_files(out) == live
+
+
+def test_replay_and_resume_from_work_on_a_batch_made_run(cli: Cli, tmp_path: Path) -> None:
+    docs = corpus(tmp_path)
+    out = tmp_path / "batch"
+    cli.simulator.set_script(MALFORMED_ONCE)
+    cli.simulator.set_batch_behaviour(reset=True, delay_seconds=0, expire=0, fail_rate=0)
+    assert cli.extract(*arguments(docs, out, *BATCH)).returncode == 0
+    made = source_files(out)
+    handed = cli.simulator.batch_stats()["requests"]
+
+    resumed = cli.extract(*arguments(docs, out, *BATCH, "--resume-from", "validate"))
+    assert resumed.returncode == 0, resumed.stderr
+    assert cli.simulator.batch_stats()["requests"] == handed  # every answer from the log
+    assert source_files(out) == made
+
+    cli.simulator.reset()
+    replayed = tmp_path / "replayed"
+    strict = ("--replay", "strict", "--replay-from", str(out / ".extract-trace"))
+    result = cli.extract(*arguments(docs, replayed, *strict))  # live transport, from the log
+    assert result.returncode == 0, result.stderr
+    assert cli.simulator.stats()["requests"] == 0
+    assert source_files(replayed) == made
