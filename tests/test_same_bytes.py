@@ -154,3 +154,11 @@ def test_dry_run_warns_before_anything_is_paid(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     digest = hashlib.sha256(note.read_bytes()).hexdigest()
     assert warnings(result.stderr) == [same_bytes_line(str(note), relative, True, digest)]
+
+
+def test_the_manifest_index_holds_8_bytes_an_entry() -> None:
+    # What keeps the check cheap at a million entries (ADR 0061): 8 MB, not a dict's 100+.
+    entries = PackedEntries(
+        {f"{n:05d}.md": entry(hashlib.sha256(str(n).encode()).hexdigest()) for n in range(1000)}
+    )
+    assert ManifestDigests(*entries.held()).nbytes == 8 * 1000
