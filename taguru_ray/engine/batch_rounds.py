@@ -120,8 +120,8 @@ class BatchRounds:
         extra = {"batch_id": record.batch_id, "custom_id": cid}
         elapsed = time.monotonic() - began
         if isinstance(result, LineFailure):
-            error = f"batch {record.batch_id}: {result.why}"
-            return Completion("transport", error=error, elapsed_seconds=elapsed, extra=extra)
+            missed = f"batch {record.batch_id}: {result.why}"
+            return Completion("transport", error=missed, elapsed_seconds=elapsed, extra=extra)
         return dataclasses.replace(result, elapsed_seconds=elapsed, extra=extra)
 
     async def _answer(self, cid: str, body: dict[str, object]) -> tuple[LineResult, BatchRecord]:
@@ -234,7 +234,8 @@ class BatchRounds:
             stop=stop_never,
             reraise=True,
         )
-        _, status = await polling(self._wire.ended, batch_id)
+        ended: tuple[bool, str] = await polling(self._wire.ended, batch_id)
+        status = ended[1]
         results = await self._wire.results(batch_id)
         self.touch()
         missed = sum(1 for cid in record.custom_ids if not isinstance(results.get(cid), Completion))

@@ -309,10 +309,13 @@ class AnthropicWire:
 def completion_of(payload: Mapping[str, Any], scrub: Scrubber) -> Completion:
     """A chat completion body as the live client reads it (`ChatClient._answer`)."""
     choices = payload.get("choices")
-    choice = choices[0] if isinstance(choices, list) and choices else {}
-    message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    first = choices[0] if isinstance(choices, list) and choices else None
+    choice: Mapping[str, Any] = first if isinstance(first, dict) else {}
+    said = choice.get("message")
+    message: Mapping[str, Any] = said if isinstance(said, dict) else {}
     content, refusal = message.get("content"), message.get("refusal")
-    usage = payload.get("usage") if isinstance(payload.get("usage"), dict) else {}
+    counted = payload.get("usage")
+    usage: Mapping[str, Any] = counted if isinstance(counted, dict) else {}
     finish = choice.get("finish_reason")
     return Completion(
         outcome="answer",

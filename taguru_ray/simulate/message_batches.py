@@ -141,8 +141,8 @@ def _result(answered: Answered) -> dict[str, Any]:
     if answered.error == "batch_expired":
         return {"custom_id": cid, "result": {"type": "expired"}}
     if answered.status != 200 or answered.body is None:
-        message = json.dumps(answered.body or {})[:300]
-        error = {"type": "api_error", "message": f"HTTP {answered.status}: {message}"}
+        said = json.dumps(answered.body or {})[:300]
+        error = {"type": "api_error", "message": f"HTTP {answered.status}: {said}"}
         errored = {"type": "errored", "error": {"type": "error", "error": error}}
         return {"custom_id": cid, "result": errored}
     choice = answered.body["choices"][0]

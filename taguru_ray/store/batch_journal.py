@@ -34,7 +34,8 @@ class BatchJournal:
                 except ValueError:
                     record = None
             if record is None:
-                notes.append(f"{name}: not a batch record ({data}) — passed over")
+                why = "unreadable JSON" if isinstance(data, bytes) else str(data)
+                notes.append(f"{name}: not a batch record ({why}) — passed over")
                 continue
             found.append(record)
         return found, notes
