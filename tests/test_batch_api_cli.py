@@ -11,6 +11,7 @@ kill waits for the batch's record in --out, not for a time.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -176,3 +177,50 @@ def test_replay_and_resume_from_work_on_a_batch_made_run(cli: Cli, tmp_path: Pat
     assert result.returncode == 0, result.stderr
     assert cli.simulator.stats()["requests"] == 0
     assert source_files(replayed) == made
+
+
+def test_ctrl_c_in_a_round_stops_at_once_and_the_rerun_collects(cli: Cli, tmp_path: Path) -> None:
+    docs = corpus(tmp_path)
+    out = tmp_path / "batch"
+    cli.simulator.set_script(MALFORMED_ONCE)
+    cli.simulator.set_batch_behaviour(reset=True, delay_seconds=3, expire=0, fail_rate=0)
+    driver = subprocess.Popen(
+        cli.command(*arguments(docs, out, *BATCH)),
+        env=cli.env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        deadline = time.monotonic() + 120  # a bound on a hang, not a timing assert
+        while not recorded_batch_ids(out):
+            assert driver.poll() is None, "the driver ended before recording a batch"
+            assert time.monotonic() < deadline, "no batch was recorded"
+            time.sleep(0.05)
+        driver.send_signal(signal.SIGINT)
+        _, stderr = driver.communicate(timeout=120)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    assert driver.returncode == 130, stderr  # no wait for a batch that may take a day
+    assert recorded_batch_ids(out)  # kept for the rerun
+    cli.simulator.set_batch_behaviour(delay_seconds=0)
+    rerun = cli.extract(*arguments(docs, out, *BATCH))
+    assert rerun.returncode == 0, rerun.stderr
+    assert cli.simulator.batch_stats()["twice"] == []
+
+
+def test_an_expired_batch_is_handed_over_again_once_with_a_line(cli: Cli, tmp_path: Path) -> None:
+    docs = corpus(tmp_path)
+    live = live_run(cli, docs, tmp_path / "live")
+    cli.simulator.set_script(MALFORMED_ONCE)
+    cli.simulator.set_batch_behaviour(reset=True, delay_seconds=0, expire=1, fail_rate=0)
+    result = cli.extract(*arguments(docs, tmp_path / "batch", *BATCH))
+    cli.simulator.set_batch_behaviour(expire=0)
+    assert result.returncode == 0, result.stderr
+    assert "ended expired with" in result.stderr and "handed over again, once" in result.stderr
+    counted = cli.simulator.batch_stats()
+    assert counted["twice"] and all(n <= 2 for n in counted["submitted"].values())
+    assert source_files(tmp_path / "batch") == live
