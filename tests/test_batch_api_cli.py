@@ -224,3 +224,21 @@ def test_an_expired_batch_is_handed_over_again_once_with_a_line(cli: Cli, tmp_pa
     counted = cli.simulator.batch_stats()
     assert counted["twice"] and all(n <= 2 for n in counted["submitted"].values())
     assert source_files(tmp_path / "batch") == live
+
+
+def test_a_budget_counts_at_the_batch_price_and_a_rerun_finishes(cli: Cli, tmp_path: Path) -> None:
+    docs = corpus(tmp_path)
+    out = tmp_path / "batch"
+    table = tmp_path / "prices.json"
+    table.write_text(json.dumps({"taguru-sim": {"input": 1000, "output": 1000}}))
+    priced = ("--prices", str(table), "--segment-window", "1")
+    cli.simulator.set_script([])
+    cli.simulator.set_batch_behaviour(reset=True, delay_seconds=0, expire=0, fail_rate=0)
+    stopped = cli.extract(*arguments(docs, out, *BATCH, *priced, "--budget-usd", "0.3"))
+    assert stopped.returncode == 130, stopped.stderr
+    assert "--budget-usd 0.3" in stopped.stderr
+    assert "50% of the list price" in stopped.stderr  # the cost line's basis
+    finished = cli.extract(*arguments(docs, out, *BATCH, *priced, "--budget-usd", "100"))
+    assert finished.returncode == 0, finished.stderr
+    assert len(source_files(out)) == 3
+    assert cli.simulator.batch_stats()["twice"] == []  # the stopped run's answers collected

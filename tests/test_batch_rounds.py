@@ -116,7 +116,14 @@ def test_requests_asked_after_an_answer_join_the_next_round(tmp_path: Path, api:
             assert rounds.round == 2  # a.md's second request waited for its first answer
             counted = await stats(http, server)
             assert counted["batches"] == 2 and counted["requests"] == 3 and counted["twice"] == []
-            assert len(rounds.finished()) == 2  # every answer used: the records may go
+            assert rounds.finished() == []  # no segment has ended yet: records kept
+            a_md = custom_id("a.md", {}, 1)[:16]  # the segment part of a.md's ids
+            for cid in list(rounds._by_id):  # each answer reached its program
+                rounds.delivered("a.md" if cid.startswith(a_md) else "b.md", cid)
+            rounds.settle("a.md")  # a.md ended written
+            assert len(rounds.finished()) == 1  # b.md's round-1 batch holds a.md's too
+            rounds.settle("b.md")
+            assert len(rounds.finished()) == 2
         await server.close()
 
     asyncio.run(go())

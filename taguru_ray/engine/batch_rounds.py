@@ -78,7 +78,8 @@ class BatchRounds:
         self._stopped = False
         self.round = 0
         self.handed_over = 0  # requests this run handed over
-        self.consumed: set[str] = set()  # custom ids whose answers went to their program
+        self._delivered: dict[str, set[str]] = {}  # source → ids its program was answered
+        self._settled: set[str] = set()  # ids of segments that ended written or failed
 
     def load(self) -> list[str]:
         """The batches earlier runs recorded (on a thread: it reads --out); the notes."""
@@ -116,7 +117,6 @@ class BatchRounds:
             return Completion("transport", error=why, extra={"custom_id": cid})
         finally:
             self.touch()
-        self.consumed.add(cid)
         extra = {"batch_id": record.batch_id, "custom_id": cid}
         elapsed = time.monotonic() - began
         if isinstance(result, LineFailure):
@@ -275,15 +275,25 @@ class BatchRounds:
         if self._closer is not None:
             self._closer.cancel()
 
+    def delivered(self, source: str, cid: str) -> None:
+        """The answer of `cid` reached segment `source`'s program."""
+        self._delivered.setdefault(source, set()).add(cid)
+
+    def settle(self, source: str) -> None:
+        """Segment `source` ended written or failed: a rerun asks none of its answers
+        again (a written one is skipped; a failed one is asked afresh, as live)."""
+        self._settled |= self._delivered.pop(source, set())
+
     def finished(self) -> list[BatchRecord]:
-        """The records whose every request went back to its program in this run, or was
-        handed over again in a later batch: dropped at the run's end (a record with a
-        request left keeps it for the rerun)."""
+        """The records a rerun needs no more — each request in them answered to a segment
+        that ended written or failed, or handed over again in a later batch — dropped at
+        the run's end. A stopped segment resumes from its checkpoint and asks again the
+        requests after it: their records stay."""
         return [
             record
             for record in self._all.values()
             if all(
-                cid in self.consumed or self._by_id.get(cid, record).key != record.key
+                cid in self._settled or self._by_id.get(cid, record).key != record.key
                 for cid in record.custom_ids
             )
         ]

@@ -121,7 +121,12 @@ class BatchSegments:
             sidecar=emit if diagnostics is not None else None,
             sidecar_path=settings.records.diagnostics_out,
         )
-        live = counted(lambda request: rounds.complete(job.source, request), admission, job.index)
+        live = counted(
+            lambda request: rounds.complete(job.source, request),
+            admission,
+            job.index,
+            lambda cid: rounds.delivered(job.source, cid),
+        )
         model = Model(
             live,
             admission.next_attempt_seq,
@@ -136,7 +141,12 @@ class BatchSegments:
             model = dataclasses.replace(model, complete=replayer.complete, replay=replayer)
         rounds.touch()
         try:
-            return await extract_segment(job, settings, self._run_id, model, recorder, self._inputs)
+            outcome = await extract_segment(
+                job, settings, self._run_id, model, recorder, self._inputs
+            )
+            if outcome.status != "interrupted":
+                rounds.settle(job.source)
+            return outcome
         finally:
             rounds.touch()  # a segment ended: its successor in the window may start
             recorder.close()
@@ -178,22 +188,28 @@ class BatchSegments:
 Complete = Callable[[CompletionRequest], Awaitable[Completion]]
 
 
-def counted(complete: Complete, admission: GatewayAdmission, priority: int) -> Complete:
+def counted(
+    complete: Complete,
+    admission: GatewayAdmission,
+    priority: int,
+    delivered: Callable[[str], None],
+) -> Complete:
     """`complete`, each answer then numbered and counted at the gateway: a permit taken
     and given back at once with the answer's tokens, as a live request's is — so the
-    run's totals, its tariff and a budget see it (a budget crossed stops the run)."""
+    run's totals, its tariff and a budget see it (a budget crossed stops the run, and
+    the answer is not delivered: its batch record keeps it for the rerun)."""
 
     async def complete_counted(request: CompletionRequest) -> Completion:
         completion = await complete(request)
         tokens = (completion.input_tokens or 0) + (completion.output_tokens or 0)
         lease, _, seq = await admission.acquire(tokens, True, priority)
         outcome = "ok" if completion.outcome == "answer" else completion.outcome
-        usage = Usage(
-            outcome, 0.0, completion.input_tokens or 0, completion.output_tokens or 0
-        )
+        usage = Usage(outcome, 0.0, completion.input_tokens or 0, completion.output_tokens or 0)
         await admission.release(lease, usage)
         if seq is not None and not isinstance(seq, int):
             seq = await seq
+        if "custom_id" in completion.extra:
+            delivered(completion.extra["custom_id"])
         return dataclasses.replace(completion, attempt_seq=seq)
 
     return complete_counted
