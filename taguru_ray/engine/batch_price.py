@@ -6,7 +6,8 @@ what OpenAI's and Anthropic's batch APIs charge — and its basis says so. A
 budget then counts at that tariff (the gateway counts every answer, ADR 0040).
 
 The rounds are a floor, not a forecast: a segment's chunks wait for each other
-under carryover (each chunk's prompt carries the names of the ones before), an
+under carryover (each chunk's prompt carries the names of the ones before), or
+go --parallel at a time without it, an
 overview asks one round before the extraction, each gleaning pass one more, and
 segment i starts only when segment i-W has finished — so the longest chain of
 segments W apart, each its own chain of rounds. Corrective turns and splits
@@ -49,7 +50,8 @@ def run_tariff(settings: Settings) -> Tariff:
 def chain(settings: Settings, chunks: int) -> int:
     """The rounds one segment of `chunks` chunks takes at least."""
     prompt = settings.prompt
-    extraction = chunks if prompt.carryover > 0 else min(chunks, 1)
+    # Carryover orders a segment's chunks; without it, --parallel of them ask at once.
+    extraction = chunks if prompt.carryover > 0 else math.ceil(chunks / settings.scale.parallel)
     passes = 1 + settings.ladder.gleanings
     overview = 1 if prompt.chunk_context == "overview" and chunks else 0
     return overview + extraction * passes
@@ -69,6 +71,7 @@ def rounds_line(settings: Settings, chains: list[int]) -> str:
     days = math.ceil(floor)  # each round may take up to the 24 h completion window
     return (
         f"batch API {settings.transport.batch_api}: at least {floor} round(s) "
-        f"(--segment-window {window}, --carryover {settings.prompt.carryover}), each answered "
+        f"(--segment-window {window}, --carryover {settings.prompt.carryover}, --parallel "
+        f"{settings.scale.parallel}), each answered "
         f"within 24 h — up to {days} day(s); corrective turns and splits add rounds"
     )
