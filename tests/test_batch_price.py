@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from taguru_ray.cli.extract import parse_flags
-from taguru_ray.engine.batch_price import rounds_floor, run_tariff
+from taguru_ray.engine.batch_price import chain, rounds_floor, run_tariff
 from taguru_ray.settings import Settings
 from taguru_ray.settings.resolve import resolve_settings
 from taguru_ray.store.config_file import read_config_file
@@ -48,3 +48,10 @@ def test_the_rounds_floor_is_the_longest_chain_of_segments_a_window_apart() -> N
     assert rounds_floor([3, 1, 2], 2) == 5  # 0 then 2 (W apart), beside 1
     assert rounds_floor([3, 1, 2], 8) == 3  # all at once: the longest segment
     assert rounds_floor([], 4) == 0
+
+
+def test_a_segment_s_rounds_follow_carryover_parallel_and_gleanings(tmp_path: Path) -> None:
+    assert chain(settings(tmp_path), 10) == 10  # carryover on: one chunk a round
+    assert chain(settings(tmp_path, "--carryover", "0", "--parallel", "4"), 10) == 3
+    assert chain(settings(tmp_path, "--gleanings", "1"), 10) == 20
+    assert chain(settings(tmp_path), 0) == 0
