@@ -18,7 +18,7 @@ Nothing here touches the store: `apply` writes what this reads.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from taguru_ray.contract import strict_json
@@ -44,6 +44,11 @@ class ImportRefusal(Exception):
     kind: str = "malformed"
     expected: str = ""
     actual: str = ""
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        # An Exception pickles as (class, args); a dataclass's args are empty, so it
+        # would not unpickle. A refusal crosses from an import worker (`prepare`).
+        return type(self), tuple(getattr(self, f.name) for f in fields(self))
 
     def __str__(self) -> str:
         if self.path == "$" or self.message.startswith(f"{self.path}:"):

@@ -62,7 +62,7 @@ def prepare_stream(job: tuple[str, bytes, str | None]) -> Stream | ImportRefusal
     try:
         stream = read_stream(data, name=name, context=context)
     except ImportRefusal as refusal:
-        return ImportRefusal(**vars(refusal))
+        return refusal
     for batch in stream.batches:
         batch.prepared = prepare_paragraphs(batch)
     return stream
