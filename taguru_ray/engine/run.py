@@ -265,6 +265,8 @@ class ExtractRun:
         transport = self.settings.transport
         if not transport.endpoints or self.settings.records.replay_mode != "off":
             return
+        if transport.batch_api == "anthropic":  # its model list takes x-api-key, not a Bearer
+            return
         async with open_session() as http:
             line = await preflight.check(http, transport)
         if line is not None:
