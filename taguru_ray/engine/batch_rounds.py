@@ -171,7 +171,10 @@ class BatchRounds:
         for run in runs:
             group = [gathered[i] for i in run]
             try:
-                record = await self._create([asked.line for asked in group], group[0].redoes)
+                redone = {asked.redoes for asked in group}  # named when all redo one batch
+                record = await self._create(
+                    [asked.line for asked in group], redone.pop() if len(redone) == 1 else None
+                )
             except Exception as error:  # refused, or the network is gone: those attempts fail
                 for asked in group:
                     if not asked.handed.done():
