@@ -220,7 +220,7 @@ def test_an_expired_batch_is_handed_over_again_once_with_a_line(cli: Cli, tmp_pa
     result = cli.extract(*arguments(docs, tmp_path / "batch", *BATCH))
     cli.simulator.set_batch_behaviour(expire=0)
     assert result.returncode == 0, result.stderr
-    assert "ended expired with" in result.stderr and "handed over again, once" in result.stderr
+    assert "ended (expired) with" in result.stderr and "handed over again, once" in result.stderr
     counted = cli.simulator.batch_stats()
     assert counted["twice"] and all(n <= 2 for n in counted["submitted"].values())
     assert source_files(tmp_path / "batch") == live

@@ -241,11 +241,15 @@ class BatchRounds:
         status = ended[1]
         results = await self._wire.results(batch_id)
         self.touch()
-        missed = sum(1 for cid in record.custom_ids if not isinstance(results.get(cid), Completion))
+        missed = [results.get(cid) for cid in record.custom_ids]
+        missed = [r for r in missed if not isinstance(r, Completion)]
         if missed:
+            first = missed[0]
+            why = first.why if isinstance(first, LineFailure) else "absent from its results"
             self._say(
-                f"batch {batch_id} ended {status} with {missed} of {len(record.custom_ids)} "
-                "request(s) unanswered: they are handed over again, once"
+                f"batch {batch_id} ended ({status}) with {len(missed)} of "
+                f"{len(record.custom_ids)} request(s) unanswered — first: {why}; they are "
+                "handed over again, once"
             )
         return results
 
