@@ -2,8 +2,10 @@
 
 Not a model: a rule-based extractor (`answers`), its seeded run-to-run
 variability (`vary`), seeded and scripted faults (`faults`), an aiohttp server
-with generation slots and a latency model (`server`), and a subprocess harness
-for tests and benchmarks (`harness`).
+with generation slots and a latency model (`server`), OpenAI's and Anthropic's
+batch APIs answered by the same machinery (`batch_desk`, `batches`,
+`message_batches`), and a subprocess harness for tests and benchmarks
+(`harness`).
 """
 
 from taguru_ray.simulate.answers import (
