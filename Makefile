@@ -78,8 +78,10 @@ bench-ab: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[bench]'
 	$(BIN)/python -m benchmarks.ab --base $(BASE) $(BENCH_ARGS)
 
-# The embedded context at 10 000 and 100 000 paragraphs: import throughput and search
-# latency, and how they grow (benchmarks/README.md); about 7 minutes on 2 cores.
+# The embedded context at 10 000, 100 000 and 1 000 000 paragraphs: import throughput,
+# search latency (wall and CPU) and how each grows per ×10 (benchmarks/README.md);
+# 13 to 18 minutes on 2 cores, most of it the million (BENCH_ARGS='--paragraphs 10000
+# 100000' for the two smaller).
 bench-context: $(STAMP)
 	$(BIN)/python -m benchmarks.context $(BENCH_ARGS)
 
