@@ -32,6 +32,7 @@ from taguru_ray.context.evidence import EvidenceReads
 from taguru_ray.context.importer import Batch, ImportRefusal, read_stream
 from taguru_ray.context.postings import PostingsBuffer
 from taguru_ray.context.resolve import DEFAULT_DICE_FLOOR, EntryIndex, clamp_floor
+from taguru_ray.context.transactions import apply_group, refusal_error
 from taguru_ray.context.vector_lanes import Lane, MatrixCache
 from taguru_ray.context.vector_rows import Refresh
 from taguru_ray.context.vectors import merge_tiers, needs_semantic
@@ -348,31 +349,9 @@ class SqliteStore(EvidenceReads, ContextWrites):
     def import_group(
         self, files: Sequence[Sequence[Batch]], *, create_missing: bool = False
     ) -> list[list[dict[str, Any]] | ImportRefusal]:
-        """Apply several files in ONE transaction, each file all-or-nothing inside it (a
-        savepoint each): a refused file is rolled back alone and its `ImportRefusal`
-        returned in its place. One commit and one write of each touched postings row for
-        the whole group (ADR 0067); a kill leaves whole groups, never part of a file."""
-        answers: list[list[dict[str, Any]] | ImportRefusal] = []
+        """Apply several files in ONE transaction, each all or nothing (`transactions`)."""
         with self._write() as conn:
-            group, seen = PostingsBuffer(), set()
-            for batches in files:
-                named = {(b.context, b.source_id) for b in batches}
-                if not seen.isdisjoint(named):  # a retraction of this group's own postings:
-                    group.flush(conn)  # they are written first, outside the file's savepoint
-                seen |= named
-                own = PostingsBuffer()
-                conn.execute("SAVEPOINT file")
-                try:
-                    answers.append([apply_batch(conn, b, create_missing=create_missing,
-                                                buffer=own) for b in batches])  # fmt: skip
-                except ImportRefusal as refusal:
-                    conn.execute("ROLLBACK TO file")
-                    answers.append(refusal)
-                else:
-                    group.absorb(own)
-                conn.execute("RELEASE file")
-            group.flush(conn)
-        return answers
+            return apply_group(conn, files, create_missing=create_missing)
 
     def import_stream(self, data: bytes, *, dry_run: bool = False) -> dict[str, Any]:
         """POST /import: parse the whole stream first (a malformed line writes nothing), then
@@ -380,14 +359,14 @@ class SqliteStore(EvidenceReads, ContextWrites):
         try:
             stream = read_stream(data)
         except ImportRefusal as refusal:
-            raise _error(refusal, 0, 0) from None
+            raise refusal_error(refusal, 0, 0) from None
         results = []
         for number, batch in enumerate(stream.batches):
             try:
                 results.extend(self.import_batches([batch], dry_run=dry_run))
             except ImportRefusal as refusal:
                 self._refresh_after([b.context for b in stream.batches[:number]], dry_run)
-                raise _error(refusal, number, len(stream.batches), batch) from None
+                raise refusal_error(refusal, number, len(stream.batches), batch) from None
         self._refresh_after([b.context for b in stream.batches], dry_run)
         answer: dict[str, Any] = {"batches": results}
         if stream.schemas:
@@ -402,33 +381,3 @@ class SqliteStore(EvidenceReads, ContextWrites):
             if report.failure:
                 _log.warning("embedding refresh of '%s' failed (the import stands; the next "
                              "import retries): %s", report.context, report.failure)  # fmt: skip
-
-
-def _error(refusal: ImportRefusal, durable: int, total: int, batch: Batch | None = None) -> Any:
-    """An import refusal in the wire's error form (`import_refusal_durable_prefix.json`)."""
-    where = f"line {refusal.line}: {refusal.path}: "
-    if batch is not None:
-        where = (
-            f"batch {durable + 1} of {total} (context '{batch.context}', source "
-            f"'{batch.source_id}') refused — "
-        )
-        if durable:
-            where += (
-                f"the {durable} batch(es) before it landed durably; fixing the stream and "
-                "re-POSTing it whole is exact (each batch replaces its own source): "
-            )
-    path = refusal.path if batch is None else f"batches[{durable}].{refusal.path}"
-    issue = {"path": path, "kind": refusal.kind, "expected": refusal.expected or "a valid line",
-             "actual": refusal.actual or refusal.message}  # fmt: skip
-    return ContextError(
-        refusal.status,
-        refusal.code,
-        f"{where}{refusal.message}; nothing was applied",
-        {
-            "issues": [issue],
-            "issues_total": 1,
-            "integrity": "durable_prefix" if durable else "nothing_written",
-            "durable_batches": durable,
-            "retryable_after_correction": True,
-        },
-    )
