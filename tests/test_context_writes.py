@@ -79,3 +79,13 @@ def test_a_rename_onto_an_existing_name_is_already_exists(store: SqliteStore) ->
     with pytest.raises(ContextError) as refused:
         store.rename_context("a", "b")
     assert (refused.value.status, refused.value.code) == (409, "already_exists")
+
+
+def test_a_renamed_context_keeps_its_read_counters(store: SqliteStore) -> None:
+    store.create_context("a", ContextMeta())
+    store.store_passages("a", {"a.md": PassageSubmission(text="river bank")})
+    store.search("a", "river")
+    store.search("a", "nothing-here")
+    store.rename_context("a", "b")
+    usage = store.context("b")["usage"]
+    assert (usage["reads"], usage["empty_reads"]) == (2, 1)

@@ -130,6 +130,11 @@ class ContextWrites:
             ):
                 raise already_exists(to)
             conn.execute("UPDATE contexts SET name = ? WHERE name = ?", (to, name))
+        # Usage counters are kept by name in memory: they follow the context.
+        with self._usage_lock:
+            usage = self._reads.pop(name, None)
+            if usage is not None and to != name:
+                self._reads[to] = usage
         return True
 
     def delete_context(self: Any, name: str) -> bool:
