@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from taguru_ray.context import postings, schema
+from taguru_ray.context import postings, schema, topk
 from taguru_ray.context.bm25 import Postings, score
 from taguru_ray.context.passages import _bm25
 from taguru_ray.context.postings import PostingsBuffer, decode_raw
@@ -105,9 +105,42 @@ def _exhaustive(conn: sqlite3.Connection, terms: list[str], limit: int) -> list[
     return [(np.float32(-s), source, index) for s, source, index in hits[:limit]]
 
 
-def test_the_top_k_equals_scoring_every_posting(tmp_path: Path, small_windows: None) -> None:
+def test_a_load_reads_dense_and_scattered_windows_alike(
+    tmp_path: Path, small_windows: None
+) -> None:
+    conn = _connection(tmp_path)
+    buffer = PostingsBuffer()
+    for paragraph in range(1, 120):
+        buffer.add(1, paragraph, 3 + paragraph % 5, {"a": 1 + paragraph % 3, "b": 1})
+        if paragraph % 9 == 0:
+            buffer.add(1, paragraph + 1000, 4, {"a": 2})  # a row in a far window
+    buffer.flush(conn)
+    rows = _rows(conn)
+    heads = postings.windows(conn, 1, "a")
+    assert sorted(heads[:, 0].tolist()) == sorted(w for t, w in rows if t == "a")
+    for chosen in ([0, 1, 2, 3, 5], [2, 7, 29, 252, 276], [4], []):  # a range scan; lookups
+        found = postings.load(conn, 1, ["a", "b", "c"], chosen)
+        for term in ("a", "b", "c"):
+            expected = [p for w in sorted(chosen) for p in rows.get((term, w), [])]
+            part = found.get(term)
+            got = [] if part is None else list(zip(part.paragraphs.tolist(), part.tf.tolist(),
+                                                   part.length.tolist(), strict=True))  # fmt: skip
+            assert got == expected, (term, chosen)
+
+
+@pytest.mark.parametrize(("growth", "rows_per_read"), [(4, 16), (2, 0), (8, 10_000)])
+def test_the_top_k_equals_scoring_every_posting(
+    tmp_path: Path,
+    small_windows: None,
+    monkeypatch: pytest.MonkeyPatch,
+    growth: int,
+    rows_per_read: int,
+) -> None:
     # A tiny vocabulary: many equal scores, so the cut falls among ties; windows of four
-    # paragraphs, so most of them are skipped.
+    # paragraphs, so most of them are skipped. The other terms are read one at a time
+    # (rows_per_read 0), in groups, or all at once.
+    monkeypatch.setattr(topk, "_GROWTH", growth)
+    monkeypatch.setattr(topk, "_ROWS_PER_READ", rows_per_read)
     rng = random.Random(42)
     words = ["酒造", "水", "米", "koji", "rice", "AppState", "蔵元", "杜氏", "秋", "冬"]
     store = SqliteStore(tmp_path / "store")

@@ -28,7 +28,11 @@ from taguru_ray.context import postings
 from taguru_ray.context.bm25 import average_length, contributions, idf
 
 _MARGIN = 1e-4  # relative widening of a bound; f32 rounding is ~1e-7 per operation
-_FIRST_CHUNK = 4  # windows scored before the first bar; doubled each round
+_FIRST_CHUNK = 4  # windows scored before the first bar
+_GROWTH = 4  # each later chunk is this many times the one before
+# A read of some of the other terms before the rest is worth it when it may spare about
+# this many rows (a row costs a few µs; a read's own numpy work, tens of µs).
+_ROWS_PER_READ = 16
 
 # Which of these paragraph ids may answer (a tag/time filter), None when all may.
 Eligible = Callable[[np.ndarray], np.ndarray]
@@ -60,7 +64,7 @@ def top(
     done, size = 0, _FIRST_CHUNK
     while done < len(plan.order) and plan.total[plan.order[done]] >= bar:
         chunk = [w for w in plan.order[done : done + size] if plan.total[w] >= bar]
-        done, size = done + size, size * 2
+        done, size = done + size, size * _GROWTH
         ids, scores = _score(conn, context, plan, chunk, bar)
         if eligible is not None and len(ids):
             allowed = eligible(ids)
@@ -89,7 +93,7 @@ class _Plan:
     ) -> None:
         self.terms, self.idfs, self.average = present, idfs, average
         windows = np.unique(np.concatenate([stats[t][:, 0] for t in present]))
-        self.column = {int(w): i for i, w in enumerate(windows.tolist())}
+        self.windows = windows  # ascending: a window's column in `bound`
         self.bound = np.zeros((len(present), len(windows)))
         for row, term in enumerate(present):
             rows = stats[term]
@@ -124,54 +128,108 @@ def _score(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The chunk's paragraphs that can reach the bar, scored exactly: f32 zeros plus each
     term's contributions in query-term order (`bm25.score`'s operations). Candidates come
-    from the essential terms' postings; one whose partial score plus the other terms'
-    window bounds stays below the bar is dropped before their postings are read."""
+    from the essential terms' postings; the other terms are read only where a candidate
+    is left (`_narrowed`)."""
     chunk = sorted(chunk)  # a term's windows in id order: their postings concatenate sorted
     flags = plan.essential(bar)
     first = [t for t, keep in zip(plan.terms, flags, strict=True) if keep]
     rest = [t for t, keep in zip(plan.terms, flags, strict=True) if not keep]
-    found = _joined(postings.load(conn, context, first, chunk), first, chunk)
+    found = postings.load(conn, context, first, chunk)
     if not found:
         return np.zeros(0, np.int64), np.zeros(0, np.float32)
-    keys = np.unique(np.concatenate([part.paragraphs for part in found.values()]))
+    keys = _union([part.paragraphs for part in found.values()])
     if rest:
-        ceiling = np.zeros(len(keys))
-        for term, part in found.items():
-            ceiling[np.searchsorted(keys, part.paragraphs)] += _added(plan, term, part)
-        columns = [plan.column[w] for w in (keys >> postings.WINDOW_BITS).tolist()]
-        rows = [plan.terms.index(t) for t in rest]
-        ceiling += plan.bound[np.ix_(rows, columns)].sum(axis=0)
-        keys = keys[ceiling * (1.0 + _MARGIN) >= bar]
-        windows = sorted(set((keys >> postings.WINDOW_BITS).tolist()))
-        found.update(_joined(postings.load(conn, context, rest, windows), rest, windows))
+        keys = _narrowed(conn, context, plan, found, keys, rest, bar)
     scores = np.zeros(len(keys), np.float32)
     for term in plan.terms:
         part = found.get(term)
-        if part is None:
-            continue
-        where = np.searchsorted(keys, part.paragraphs)
-        hit = where < len(keys)
-        hit[hit] = keys[where[hit]] == part.paragraphs[hit]
-        scores[where[hit]] += _added(plan, term, part)[hit]
+        if part is not None and len(keys):
+            at, pick = _pairs(keys, part.paragraphs)
+            scores[at] += _added(plan, term, part, pick)
     return keys, scores
 
 
-def _joined(
-    found: dict[tuple[str, int], postings.Window], terms: list[str], windows: list[int]
-) -> dict[str, postings.Window]:
-    """Each term's postings over the (ascending) windows, as one id-ordered run."""
-    joined = {}
-    for term in terms:
-        parts = [found[(term, w)] for w in windows if (term, w) in found]
-        if len(parts) == 1:
-            joined[term] = parts[0]
-        elif parts:
-            joined[term] = postings.Window(
-                *(np.concatenate(column) for column in zip(*((p.paragraphs, p.tf, p.length)
-                                                              for p in parts), strict=True))
-            )  # fmt: skip
-    return joined
+def _narrowed(
+    conn: sqlite3.Connection,
+    context: int,
+    plan: _Plan,
+    found: dict[str, postings.Window],
+    keys: np.ndarray,
+    rest: list[str],
+    bar: float,
+) -> np.ndarray:
+    """The candidate `keys` that can still reach the bar once the `rest` terms are read
+    (into `found`), largest bound first, in the windows of the candidates left: one whose
+    contributions read so far plus the unread terms' window bounds stay below the bar is
+    dropped. Terms are read together while reading fewer of them first could spare few
+    rows (`_ROWS_PER_READ`): a read's own work costs more than a few rows."""
+    ceiling = np.zeros(len(keys))  # f64: each candidate's contributions read so far
+    for term, part in found.items():
+        ceiling[np.searchsorted(keys, part.paragraphs)] += _added(plan, term, part)
+    columns = np.searchsorted(plan.windows, keys >> postings.WINDOW_BITS)
+    rows = sorted((plan.terms.index(t) for t in rest), key=lambda row: -plan.most[row])
+    # pending[i]: per candidate, the window bounds of rows[i:] summed (0 past the last)
+    pending = np.zeros((len(rows) + 1, len(keys)))
+    pending[:-1] = np.cumsum(plan.bound[np.ix_(rows[::-1], columns)], axis=0)[::-1]
+    floor = bar / (1.0 + _MARGIN)  # a candidate whose ceiling stays below this is dropped
+    alive = np.flatnonzero(ceiling + pending[0] >= floor)
+    start = 0
+    while start < len(rows) and len(alive):
+        windows = np.unique(columns[alive])
+        end = start + 1
+        while (
+            end < len(rows)
+            and _spared(columns, alive[ceiling[alive] + pending[end, alive] >= floor], len(windows))
+            * (len(rows) - end)
+            < _ROWS_PER_READ
+        ):
+            end += 1  # reading rows[start:end] first could spare too few rows: read on
+        ids = keys[alive]
+        terms = [plan.terms[row] for row in rows[start:end]]
+        chosen = plan.windows[windows].tolist()
+        for term, part in postings.load(conn, context, terms, chosen).items():
+            found[term] = part
+            at, pick = _pairs(ids, part.paragraphs)
+            ceiling[alive[at]] += _added(plan, term, part, pick)
+        alive = alive[ceiling[alive] + pending[end, alive] >= floor]
+        start = end
+    return keys[alive]
 
 
-def _added(plan: _Plan, term: str, part: postings.Window) -> np.ndarray:
-    return contributions(plan.idfs[term], part.tf, part.length, plan.average)
+def _spared(columns: np.ndarray, left: np.ndarray, windows: int) -> int:
+    """How many of the `windows` hold none of the candidates `left`."""
+    return windows - len(np.unique(columns[left]))
+
+
+def _pairs(keys: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ids both sorted distinct arrays hold: (their places in `keys`, in `ids`),
+    searching the longer array for the shorter one's ids."""
+    if len(keys) <= len(ids):
+        place = np.searchsorted(ids, keys)
+        hit = place < len(ids)
+        hit[hit] = ids[place[hit]] == keys[hit]
+        return np.flatnonzero(hit), place[hit]
+    place = np.searchsorted(keys, ids)
+    hit = place < len(keys)
+    hit[hit] = keys[place[hit]] == ids[hit]
+    return place[hit], np.flatnonzero(hit)
+
+
+def _union(runs: list[np.ndarray]) -> np.ndarray:
+    """The sorted distinct ids of id-ordered runs."""
+    if len(runs) == 1:
+        return runs[0]
+    ids = np.concatenate(runs)
+    ids.sort()
+    return ids[np.concatenate(([True], ids[1:] != ids[:-1]))]
+
+
+def _added(
+    plan: _Plan, term: str, part: postings.Window, pick: np.ndarray | None = None
+) -> np.ndarray:
+    """The term's contributions to its postings (those at `pick`): elementwise f32
+    operations, so a subset gives the same bits as the whole."""
+    tf, length = (part.tf, part.length) if pick is None else (part.tf[pick], part.length[pick])
+    return contributions(
+        plan.idfs[term], tf.astype(np.float32), length.astype(np.float32), plan.average
+    )
