@@ -23,6 +23,7 @@ import aiohttp
 from taguru_ray.contract.completion import Completion, CompletionRequest
 from taguru_ray.contract.records import compact_json
 from taguru_ray.contract.settings.groups import Transport
+from taguru_ray.llm.client import chat_body
 from taguru_ray.llm.retry import RetryableStatus, parse_retry_after, transport_retrying
 from taguru_ray.llm.route import endpoint_url
 from taguru_ray.llm.scrub import Scrubber
@@ -141,17 +142,7 @@ class OpenAIWire:
         self._scrub = Scrubber.of(transport.api_key)
 
     def body(self, request: CompletionRequest) -> dict[str, Any]:
-        # The live client's body (llm/client.py), key for key.
-        body: dict[str, Any] = {
-            "model": self._model,
-            "temperature": 0,
-            "messages": request.messages,
-        }
-        if request.response_format is not None:
-            body["response_format"] = request.response_format
-        if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
-        return body
+        return chat_body(self._model, request)
 
     async def upload(self, lines: list[Line]) -> str | None:
         text = "".join(

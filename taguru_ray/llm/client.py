@@ -99,6 +99,16 @@ def open_session() -> aiohttp.ClientSession:
     )
 
 
+def chat_body(model: str, request: CompletionRequest) -> dict[str, Any]:
+    """The chat-completions body of one request; a batch line carries the same bytes."""
+    body: dict[str, Any] = {"model": model, "temperature": 0, "messages": request.messages}
+    if request.response_format is not None:
+        body["response_format"] = request.response_format
+    if request.max_tokens is not None:
+        body["max_tokens"] = request.max_tokens
+    return body
+
+
 class ChatClient:
     """Completions with one model against one or several endpoints (admission picks).
 
@@ -156,15 +166,7 @@ class ChatClient:
         )
 
     async def complete(self, request: CompletionRequest) -> Completion:
-        body: dict[str, Any] = {
-            "model": self._model,
-            "temperature": 0,
-            "messages": request.messages,
-        }
-        if request.response_format is not None:
-            body["response_format"] = request.response_format
-        if request.max_tokens is not None:
-            body["max_tokens"] = request.max_tokens
+        body = chat_body(self._model, request)
         started = self._clock()
         tries = 0
         numbered: list[Seq] = []  # this call's attempt_seq, set by its first try
