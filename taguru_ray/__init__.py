@@ -4,7 +4,9 @@ The Python API: ``taguru_ray.extract(paths, out=…, context=…, **settings) ->
 (`taguru_ray.api`), its settings typed keyword arguments (`ExtractSettings`;
 ``help(taguru_ray.extract)`` lists them); the record readers
 ``taguru_ray.inspect(out) -> pyarrow.Table`` and
-``taguru_ray.metrics(out, prices=None) -> MetricsTables`` (`taguru_ray.readers`); and
+``taguru_ray.metrics(out, prices=None) -> MetricsTables``, and what the source files
+hold, ``taguru_ray.associations(out, texts=False)`` and ``taguru_ray.concepts(out)``
+(Arrow tables, `taguru_ray.readers`); and
 ``taguru_ray.data.extract(ds, out=…, context=…) -> ray.data.Dataset`` over a Ray Dataset
 of ``{path, text}`` rows. Importing the package stays light: Ray, Arrow and the engine
 load on the first call.
@@ -22,6 +24,8 @@ __all__ = [
     "RunResult",
     "SegmentResult",
     "__version__",
+    "associations",
+    "concepts",
     "data",
     "extract",
     "inspect",
@@ -32,7 +36,7 @@ if TYPE_CHECKING:
     from taguru_ray import data
     from taguru_ray.api import RunResult, SegmentResult, extract
     from taguru_ray.api_settings import ExtractSettings
-    from taguru_ray.readers import MetricsTables, inspect, metrics
+    from taguru_ray.readers import MetricsTables, associations, concepts, inspect, metrics
 
 _FROM = {
     "ExtractSettings": "api_settings",
@@ -40,6 +44,8 @@ _FROM = {
     "RunResult": "api",
     "SegmentResult": "api",
     "inspect": "readers",
+    "associations": "readers",
+    "concepts": "readers",
     "metrics": "readers",
     "MetricsTables": "readers",
 }

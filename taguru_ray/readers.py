@@ -1,16 +1,19 @@
-"""An --out's records as Arrow tables: what ``taguru-ray inspect`` and ``taguru-ray metrics``
-print, for a notebook.
+"""An --out's records and knowledge as Arrow tables: what ``taguru-ray inspect`` and
+``taguru-ray metrics`` print, and what its source files hold, for a notebook.
 
     import taguru_ray
     attempts = taguru_ray.inspect("out/")          # one row per completion
     tables = taguru_ray.metrics("out/", prices={"qwen": {"input": 0.1, "output": 0.4}})
     tables.summary.to_pandas()
+    facts = taguru_ray.associations("out/")        # one row per association line
+    names = taguru_ray.concepts("out/")            # one row per concept, most used first
 
-Both read through the tools the CLI verbs use (`taguru_ray.tools`), so a table here
+All read through the tools the CLI verbs use (`taguru_ray.tools`), so a table here
 holds what the verb prints, typed: its rows are the verb's rows and `metrics`' tables
-are the very tables ``metrics --parquet`` writes. OUT is a local path or any fsspec
-URL (``s3://bucket/run``). A missing OUT is a `UsageError`; one holding no record,
-`NoRecords`.
+are the very tables ``metrics --parquet`` writes; `associations` and `concepts` read
+the source files with the import parser, as ``taguru import`` would load them. OUT is
+a local path or any fsspec URL (``s3://bucket/run``). A missing OUT is a `UsageError`;
+one holding no record, `NoRecords` (no source file: `NoSourceFiles`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,13 @@ from taguru_ray.errors import UsageError
 from taguru_ray.pricing.table import Prices, load_prices
 from taguru_ray.store.inputs import read_regular
 from taguru_ray.tools.inspect import Filter, attempts_table, build_report
+from taguru_ray.tools.knowledge import (
+    NoSourceFiles,
+    Tally,
+    associations_table,
+    concepts_table,
+    read_out,
+)
 from taguru_ray.tools.metric_tables import tables
 from taguru_ray.tools.metrics import load_ledger
 from taguru_ray.tools.metrics_read import NoRecords, collect_urls, report_notes
@@ -33,7 +43,15 @@ from taguru_ray.tools.records import attempts_logs
 from taguru_ray.tools.request_table import request_table
 from taguru_ray.tools.tables import to_arrow
 
-__all__ = ["MetricsTables", "NoRecords", "inspect", "metrics"]
+__all__ = [
+    "MetricsTables",
+    "NoRecords",
+    "NoSourceFiles",
+    "associations",
+    "concepts",
+    "inspect",
+    "metrics",
+]
 
 T = TypeVar("T")
 
@@ -70,6 +88,35 @@ def inspect(out: str, *, texts: bool = False) -> pa.Table:
             ".extract-trace/<stem>.attempts.jsonl, or such a log"
         )
     return to_arrow(attempts_table(reports, texts=texts))
+
+
+def associations(out: str, *, texts: bool = False) -> pa.Table:
+    """One row per association line of every source file of the --out folder OUT (or of
+    the one file OUT names), files in name order, lines in file order — what ``taguru
+    import`` would load, read by its parser.
+
+    Columns: ``source`` the header's id; ``file`` the source file; ``paragraph`` the
+    canonical paragraph the line cites (null when none); ``subject``, ``label``,
+    ``object``; ``weight``. With ``texts=True`` also ``paragraph_text``, that paragraph
+    of the file's passage (null when the line cites none, or one past the passage's
+    end) — corpus text. A file import would refuse is a `UsageError` naming its line.
+    """
+    return to_arrow(associations_table(read_out(out), texts=texts))
+
+
+def concepts(out: str) -> pa.Table:
+    """One row per concept (a spelling used as a subject or an object) over every source
+    file of OUT, most used first, then by spelling.
+
+    Columns: ``concept``; ``folded`` the occurrence check's normal form (White_Space
+    dropped, lowercased: spellings sharing it are one name to a reader and two to
+    import); ``uses`` = ``as_subject`` + ``as_object``; ``segments`` the source files
+    using it; ``aliases`` the concept-alias spellings the files map to it.
+    """
+    tally = Tally()
+    for read in read_out(out):
+        tally.add(read.source)
+    return to_arrow(concepts_table(tally))
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 from taguru_ray.measure import nearest_rank
 from taguru_ray.report import figures
 from taguru_ray.report.reading import Completion, ReportData, RunView
+from taguru_ray.report.segments_page import FILTER_STYLE, knowledge_section
 
 HEADINGS = (
     "Throughput and in flight",
@@ -27,6 +28,7 @@ HEADINGS = (
     "Failures and removals",
     "Ladder moves",
     "Slowest and costliest segments",
+    "Segments: what was extracted, and what was removed",
 )
 TOP = 10
 STYLE = """
@@ -39,7 +41,8 @@ svg .axis{stroke:#888;stroke-width:1}
 svg .legend{paint-order:stroke;stroke:#fff;stroke-width:3px}
 table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ddd;padding:2px 8px}
 td.n{text-align:right;font-variant-numeric:tabular-nums}.empty,.note{color:#777}
-"""
+h4{margin:12px 0 4px}
+""" + FILTER_STYLE
 
 
 def render(data: ReportData) -> str:
@@ -49,8 +52,8 @@ def render(data: ReportData) -> str:
         body.append(_wide(data))
     elif len(data.runs) > 1:
         body.append(_runs(data.runs))
-    for run in data.runs:
-        body.append(_run(run))
+    for number, run in enumerate(data.runs):
+        body.append(_run(run, number))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>taguru-ray report — {escape(data.title)}</title>"
@@ -102,7 +105,7 @@ def _bound_word(run: RunView) -> str | None:
     return ", ".join(words) if words else run.bound
 
 
-def _run(run: RunView) -> str:
+def _run(run: RunView, number: int) -> str:
     parts = [f"<h2>{escape(run.label)}</h2>", _summary(run)]
     parts += [f"<h3>{HEADINGS[0]}</h3>", _throughput(run)]
     parts += [f"<h3>{HEADINGS[1]}</h3>", _latency(run.completions)]
@@ -111,6 +114,8 @@ def _run(run: RunView) -> str:
     parts += [f"<h3>{HEADINGS[4]}</h3>", _failures(run)]
     parts += [f"<h3>{HEADINGS[5]}</h3>", _moves(run)]
     parts += [f"<h3>{HEADINGS[6]}</h3>", _slowest(run)]
+    if run.knowledge is not None and run.out is not None:
+        parts += [f"<h3>{HEADINGS[7]}</h3>", knowledge_section(run.knowledge, run.out, number)]
     return "<section>" + "\n".join(parts) + "</section>"
 
 

@@ -23,6 +23,7 @@ from taguru_ray.contract.records.sidecar import GatewayRecord
 from taguru_ray.contract.records.trace import LossTrace
 from taguru_ray.errors import UsageError
 from taguru_ray.pricing.table import Prices
+from taguru_ray.report.segments import Knowledge, read_knowledge
 from taguru_ray.tools.metric_tables import headline, money
 from taguru_ray.tools.metrics_read import collect_urls, report_notes
 from taguru_ray.tools.records import Lines, RunModels, read_lines
@@ -65,6 +66,8 @@ class RunView:
     gateways: list[dict[str, Any]] = field(default_factory=list)  # sidecar gateway records
     summary: dict[str, Any] = field(default_factory=dict)  # `metrics`' headline values
     bound: str | None = None  # a benchmark cell's bound
+    out: str | None = None  # an extract --out, as given
+    knowledge: Knowledge | None = None  # its segments and what they hold (extract only)
 
     @property
     def clocked(self) -> bool:
@@ -95,7 +98,7 @@ def read_outs(urls: Sequence[str], prices: Prices, diagnostics: Sequence[str]) -
     for url in urls:
         report = collect_urls([url], prices)
         notes += report_notes(report)
-        view = RunView(url, summary=headline(report.run.fold, bool(prices.per_model)))
+        view = RunView(url, summary=headline(report.run.fold, bool(prices.per_model)), out=url)
         run_ids: set[str] = set()
         for scope in report.segments:
             fold = scope.fold
@@ -119,6 +122,9 @@ def read_outs(urls: Sequence[str], prices: Prices, diagnostics: Sequence[str]) -
             if files.status == "failed":
                 view.failures.setdefault("segment failed", Counter())[scope.name] += 1
         view.gateways = [g for g in gateways if g.get("run_id") in run_ids]
+        view.knowledge = read_knowledge(
+            url, [(s.name, s.segment) for s in report.segments if s.segment is not None]
+        )
         runs.append(view)
     title = urls[0] if len(urls) == 1 else f"{len(urls)} runs"
     return ReportData(title, runs, notes=notes)
