@@ -180,6 +180,7 @@ class Dispatch:
             self._skipping.manifest.remember(job.source, outcome.inputs)
         if outcome.status == "written":
             self._tally.written += 1
+            self._tally.empty += outcome.counts.get("associations") == 0
             lines.append(("out", outcome.report or ""))
         elif outcome.status == "interrupted":
             self._tally.interrupted += 1

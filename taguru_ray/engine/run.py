@@ -97,7 +97,7 @@ class ExtractRun:
             else Workers(settings, self.run_id, len(sources), self.console.err, self.actors)
         )
         self.stop = Stopping(self.console, self.monitor.clear, self.actors, self.workers)
-        self.summary = Summary(self.console, self.tally, sources, tariff, self.stop)
+        self.summary = Summary(self.console, self.tally, sources, tariff, self.stop, out.url)
         self.skipping = Skipping(settings, out, inputs, self.window, self.summary, self.tally)
         self.reading = Reading(
             settings,

@@ -123,6 +123,7 @@ class Tally:
     interrupted: int = 0
     total: int = 0
     reached: int = 0  # segments 0 .. reached-1 were reached, in name order
+    empty: int = 0  # written with no association (every item removed, or none given)
 
     @property
     def unsettled(self) -> int:

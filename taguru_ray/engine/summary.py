@@ -8,13 +8,15 @@ segment skipped as unchanged, so a million-segment rerun stays small.
 
 The summary is said once, when the gateway's last counters are in (`close`): the
 stdout line is seed 000's, which scripts parse; the stderr lines say what the run
-asked and cost, and how far a stopped run reached. The exit code is decided here,
+asked and cost, how many written segments hold no association, and how far a stopped
+run reached. The exit code is decided here,
 over `errors.exit_code`. `gateway_record` is the same counters as the sidecar's last
 record.
 """
 
 from __future__ import annotations
 
+import shlex
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +54,7 @@ class Summary:
         sources: list[str],
         tariff: Tariff,
         stop: Stopping,
+        out: str = "OUT",
     ) -> None:
         self.tariff = tariff  # how the run is charged (engine/spend.py)
         self.segments: dict[int, SegmentRow] = {}
@@ -62,6 +65,7 @@ class Summary:
         self._console = console
         self._tally = tally
         self._stop = stop
+        self._out = out  # --out as given, for the command the empty-segments line names
         self._report = OrderedReport(console.out, console.err)
         self._started = time.monotonic()
 
@@ -109,6 +113,12 @@ class Summary:
         )
         if paced is not None:
             self._console.err(f"{FAILURE_PREFIX}{paced}")
+        if tally.empty:  # written and exit 0, yet nothing to import: say it once, here
+            self._console.err(
+                f"{FAILURE_PREFIX}{tally.empty} segment(s) wrote 0 associations — see "
+                f"taguru-ray report {shlex.quote(self._out)} (what each answer held and why it "
+                "was removed)"
+            )
         if stopped:
             self._console.err(
                 f"{FAILURE_PREFIX}stopped after reaching {tally.reached} of {tally.total} "
