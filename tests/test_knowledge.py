@@ -9,6 +9,8 @@ item is fabricated — written with zero associations, exit 0.
 
 from __future__ import annotations
 
+import importlib.util
+import re
 import shutil
 import subprocess
 from dataclasses import replace
@@ -28,7 +30,7 @@ from taguru_ray.simulate.harness import SimulatorProcess
 from taguru_ray.text.paragraphs import split_paragraphs
 from taguru_ray.tools.knowledge import NoSourceFiles
 from tests.anchor import ANCHOR
-from tests.support import CONTEXT, Cli
+from tests.support import CONTEXT, REPO, Cli
 from tests.test_report import CHROMIUM, chromium, needs_chromium, rendered
 
 CORPUS = ANCHOR / "adr" / "0001" / "corpus"
@@ -153,6 +155,21 @@ def test_concepts_count_what_the_associations_hold(
     assert (concepts["uses"] == concepts["as_subject"] + concepts["as_object"]).all()
 
 
+def test_the_docs_queries_run_as_written(
+    run: tuple[Path, subprocess.CompletedProcess[str]],
+) -> None:
+    """docs/knowledge.md's pandas and DuckDB blocks (the README's query is the first), over
+    this run's --out; the DuckDB one only where duckdb is installed (not a dependency)."""
+    out, _ = run
+    text = (REPO / "docs" / "knowledge.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    assert len(blocks) == 2 and all('"out/"' in block for block in blocks)
+    for block in blocks:
+        if "import duckdb" in block and importlib.util.find_spec("duckdb") is None:
+            continue
+        exec(block.replace('"out/"', repr(str(out))), {})
+
+
 def test_a_missing_or_empty_out_is_said(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="no such folder"):
         taguru_ray.associations(str(tmp_path / "nowhere"))
@@ -180,7 +197,7 @@ def test_the_segments_render_with_their_names_and_what_was_removed(
     assert 'class="seg lost zero"' in nothing and "0 association(s)" in nothing
     assert ATLANTIS in nothing
     assert "Atlantis | visits | El Dorado" in nothing
-    assert 'names nothing the associations contain' in nothing  # the alias, no paragraph
+    assert "names nothing the associations contain" in nothing  # the alias, no paragraph
     noisy = _details(dom, f"{docs}/table_noisy.md")
     assert "<b>removed</b> association" in noisy and "does not appear in the segment text" in noisy
     # The filters are CSS alone: with "wrote no association" picked, the one such segment

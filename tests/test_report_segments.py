@@ -139,9 +139,9 @@ MARKUP = (
     "'><img src=x onerror=y>", "</style><script>x</script>", "<!--<script>x</script>-->",
 )  # fmt: skip
 FRAGMENTS = ("&amp;", "&", '"', "'", "</td>", "</q>", " ", "\u3000", "Ａ", "x", "\n", "`")
-_plain = st.lists(
-    st.sampled_from(FRAGMENTS) | st.text(min_size=1, max_size=3), max_size=3
-).map("".join)
+_plain = st.lists(st.sampled_from(FRAGMENTS) | st.text(min_size=1, max_size=3), max_size=3).map(
+    "".join
+)
 hostile = (
     st.tuples(_plain, st.sampled_from(MARKUP), _plain)
     .map("".join)

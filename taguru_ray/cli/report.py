@@ -31,7 +31,9 @@ def build_parser() -> OneLineParser:
         "URL: it opens offline) for extract --out folders or a benchmark extract results "
         "directory: throughput and in flight, latency, tokens and cost, what bounded the "
         "run, failures and removals by kind, ladder moves, the slowest and costliest "
-        "segments.",
+        "segments; and the segments themselves — each paragraph beside what was extracted "
+        "from it and what was removed and why, label and concept counts, names under two "
+        "spellings (a sample past 300 segments).",
         allow_abbrev=False,
     )
     parser.add_argument(

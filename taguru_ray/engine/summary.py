@@ -8,8 +8,7 @@ segment skipped as unchanged, so a million-segment rerun stays small.
 
 The summary is said once, when the gateway's last counters are in (`close`): the
 stdout line is seed 000's, which scripts parse; the stderr lines say what the run
-asked and cost, how many written segments hold no association, and how far a stopped
-run reached. The exit code is decided here,
+asked and cost, and how far a stopped run reached. The exit code is decided here,
 over `errors.exit_code`. `gateway_record` is the same counters as the sidecar's last
 record.
 """

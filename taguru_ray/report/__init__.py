@@ -1,6 +1,7 @@
 """``taguru-ray report``: one self-contained HTML page for extract runs or a benchmark.
 
 `reading` folds the records with the readers `metrics` and `benchmark compare` use;
+`segments` reads each segment's items and losses (`segments_page` draws them, ADR 0076);
 `figures` draws inline SVG from numbers; `page` lays the sections out. The page
 holds everything it shows — no script, no stylesheet or font from a URL — so it
 opens offline and can be mailed as one file.

@@ -2,7 +2,8 @@
 
 A section per run (an extract --out, or a benchmark cell), each with the same
 headings — throughput and in flight, latency, tokens and cost, what bounded the
-run, failures and removals, ladder moves, slowest and costliest segments — and,
+run, failures and removals, ladder moves, slowest and costliest segments, and for an
+extract --out the segments with what they hold (`segments_page`) — and,
 for a benchmark, the wide table of its cells first. Every text from the records
 is escaped.
 """
@@ -31,7 +32,8 @@ HEADINGS = (
     "Segments: what was extracted, and what was removed",
 )
 TOP = 10
-STYLE = """
+STYLE = (
+    """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px auto;max-width:960px;padding:0 20px;
 color:#222}.kv{display:flex;flex-wrap:wrap;gap:6px 18px}.kv b{font-variant-numeric:tabular-nums}
 h1{font-size:22px}h2{border-bottom:2px solid #ddd;padding-top:12px}h3{margin-bottom:4px}
@@ -42,7 +44,9 @@ svg .legend{paint-order:stroke;stroke:#fff;stroke-width:3px}
 table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ddd;padding:2px 8px}
 td.n{text-align:right;font-variant-numeric:tabular-nums}.empty,.note{color:#777}
 h4{margin:12px 0 4px}
-""" + FILTER_STYLE
+"""
+    + FILTER_STYLE
+)
 
 
 def render(data: ReportData) -> str:

@@ -257,8 +257,10 @@ def _alias_ranges(trace: Lines) -> dict[tuple[str, str, str], tuple[int, int]]:
     pieces: dict[str, tuple[int, int]] = {}
     for record in trace.of_type(PieceTrace.TYPE):
         piece = PieceTrace.view(record)
-        if piece is not None and isinstance(piece.paragraph_first, int) and isinstance(
-            piece.paragraph_last, int
+        if (
+            piece is not None
+            and isinstance(piece.paragraph_first, int)
+            and isinstance(piece.paragraph_last, int)
         ):
             pieces[str(piece.piece_id)] = (piece.paragraph_first, piece.paragraph_last + 1)
     ranges = {}

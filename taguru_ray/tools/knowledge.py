@@ -79,8 +79,7 @@ def read_out(out: str) -> Iterator[Read]:
             yield Read(name, parse(name, data))
         except SourceFileError as error:
             raise UsageError(
-                f"{error} — import would refuse it; `taguru-ray verify {out}` lists every such "
-                "file"
+                f"{error} — import would refuse it; `taguru-ray verify {out}` lists every such file"
             ) from None
 
 
