@@ -60,7 +60,7 @@ def test_the_sample_is_the_empty_segments_then_the_lowest_hashes_in_name_order()
     assert chosen == sorted(chosen) and len(chosen) == 10
     assert {5, 7, 9} <= set(chosen)
     assert sample(list(reversed(seen)), 10)[0] == chosen  # the order given changes nothing
-    assert how is not None and "the first 3 in name order that wrote no association" in how
+    assert how is not None and "the first 3 (in name order) of the 3 that wrote no" in how
     # Half the page at most goes to empty segments.
     all_zero = [_Seen(i, f"{i}", zero=True) for i in range(40)]
     assert sum(1 for i in sample(all_zero, 10)[0] if i < 5) == 5
@@ -119,6 +119,24 @@ def test_each_item_sits_beside_the_paragraph_it_came_from() -> None:
     assert [lost.item for lost in view.loose.lost] == ["question"]
     assert (view.associations, view.aliases, view.questions) == (3, 1, 1)
     assert dict(view.lost) == {"removed": 1, "dropped": 1} and not view.zero
+
+
+def test_a_session_fact_has_its_quote_marked() -> None:
+    """A session's source file cites the paragraph of the turn its quote came from; the
+    trace's fact record carries the verbatim quote, which is marked whole."""
+    passage = "⟦s#1 user⟧ We moved the cache to Redis because Memcached kept evicting keys.\n"
+    source = SourceFile(
+        _header("session:claude:s"),
+        Passage(passage),
+        associations=[Association("cache", "moved to", "Redis", 1.0, 0)],
+    )
+    fact = {"type": "fact", "stage": "decisions", "seq": 1,
+            "quote": "moved the cache to Redis because Memcached", "subject": "cache",
+            "predicate": "moved to", "value": "Redis"}  # fmt: skip
+    (paragraph,) = segment_view("out", "s", _files(source, [fact])).paragraphs
+    assert [paragraph.text[a:b] for a, b in paragraph.marks] == [
+        "moved the cache to Redis because Memcached"
+    ]
 
 
 def test_a_lost_item_is_said_in_one_line_whatever_its_shape() -> None:

@@ -154,14 +154,16 @@ def sample(seen: Sequence[_Seen], limit: int) -> tuple[list[int], str | None]:
     """The positions to show, in order, and how they were chosen when not all are."""
     if len(seen) <= limit:
         return [s.position for s in seen], None
-    zero = [s for s in seen if s.zero][: limit // 2]
+    empty = [s for s in seen if s.zero]
+    zero = empty[: limit // 2]
     taken = {s.position for s in zero}
     rest = sorted((s for s in seen if s.position not in taken), key=lambda s: _digest(s.name))
     chosen = taken | {s.position for s in rest[: limit - len(zero)]}
     how = (
-        f"{len(chosen)} of {len(seen)} segments shown: the first {len(zero)} in name order "
-        f"that wrote no association, then the {len(chosen) - len(zero)} whose source name has "
-        "the lowest SHA-256 — the same segments each time this folder is reported"
+        f"{len(chosen)} of {len(seen)} segments shown: the first {len(zero)} (in name order) "
+        f"of the {len(empty)} that wrote no association, then the {len(chosen) - len(zero)} "
+        "whose source name has the lowest SHA-256 — the same segments each time this folder "
+        "is reported"
     )
     return sorted(chosen), how
 
@@ -230,14 +232,29 @@ def segment_view(out: str, name: str, files: SegmentFiles) -> SegmentView:
         cited = loss.paragraph if isinstance(loss.paragraph, int) else None
         if (where := at(cited)) is not None:
             where.lost.append(Lost.of(loss))
+    quotes = _quotes(trace)
     for paragraph in view.paragraphs:
         names = [n for a in paragraph.associations for n in (a.subject, a.object)]
         # Labels are never occurrence-checked (CONTRACT.md 8): only concept names are marked.
         names += [
             n for a in paragraph.aliases if a.kind == "concept" for n in (a.alias, a.canonical)
         ]
+        # A session's fact is anchored by the verbatim quote code located (SESSIONS.md):
+        # the quote is marked whole, the names inside it with it.
+        names += [q for a in paragraph.associations for q in quotes.get(a.triple, ())]
         paragraph.marks = spans(paragraph.text, names)
     return view
+
+
+def _quotes(trace: Lines) -> dict[tuple[str, str, str], list[str]]:
+    """A session trace's ``fact`` records: (subject, predicate, value) -> their quotes."""
+    quotes: dict[tuple[str, str, str], list[str]] = {}
+    for record in trace.of_type("fact"):
+        fields = [record.get(key) for key in ("subject", "predicate", "value", "quote")]
+        texts = [field for field in fields if isinstance(field, str)]
+        if len(texts) == 4 and texts[3]:
+            quotes.setdefault((texts[0], texts[1], texts[2]), []).append(texts[3])
+    return quotes
 
 
 def _paragraph_texts(source: SourceFile | None) -> list[str]:
