@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -230,3 +231,15 @@ def test_hostile_names_in_any_record_stay_text(
     text = "".join(page.text)
     for said in (subject, label, object_, alias, rule, source):
         assert said in text
+
+
+def test_a_source_file_import_would_refuse_is_named_not_fatal(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / ".extract-trace").mkdir(parents=True)
+    (out / f"{STEM}.jsonl").write_text('{"subject":"a"}\n', encoding="utf-8")
+    record = SegmentTrace(run_id="r" * 16, source="docs/a.md", segment_sha256="0" * 64,
+                          batch_path=f"out/{STEM}.jsonl", chunk_total=1).record()  # fmt: skip
+    (out / ".extract-trace" / f"{STEM}.jsonl").write_bytes(dumps_line(record))
+    page = build_report([str(out)])
+    assert f"import would refuse {STEM}.jsonl: line 1: " in page
+    assert "source file refused: " in page  # and in the segment's own view

@@ -21,6 +21,7 @@ TOP_LABELS = 20  # rows of the label table
 TOP_CONCEPTS = 20
 SPELLINGS = 50  # rows of the two-spellings table
 LABEL_FILTERS = 12  # labels offered as filters (one CSS rule each)
+REFUSED = 10  # source files the import parser refused, named one by one
 SHOW = (  # (class, the segment class it keeps, what the button says)
     ("f-lost", "lost", "with a removed, dropped or folded item"),
     ("f-zero", "zero", "wrote no association"),
@@ -75,7 +76,10 @@ def knowledge_section(knowledge: Knowledge, out: str, number: int) -> str:
             f'<p class="note">{knowledge.zero} segment(s) wrote 0 associations: pick “wrote no '
             "association” below to see what their answers held and what removed it.</p>"
         )
-    parts += [f'<p class="note">{escape(refused)}</p>' for refused in knowledge.refused]
+    refused = knowledge.refused
+    parts += [f'<p class="note">import would refuse {escape(r)}</p>' for r in refused[:REFUSED]]
+    if len(refused) > REFUSED:
+        parts.append(f'<p class="note">… and {len(refused) - REFUSED} more such files</p>')
     parts.append(_labels(knowledge))
     parts.append(_concepts(knowledge))
     parts.append(_spellings(knowledge))
