@@ -215,3 +215,52 @@ def test_a_scoped_key_imports_its_own_context_in_the_newest_header_shape(tmp_pat
     status, answer, names = _import_as_scoped_key(tmp_path, _stream(header))
     assert status == 200, answer
     assert names == ["corpus-c"]
+
+
+def _as_keys(folder: Path, *requests: tuple[str, str, str, Any]) -> tuple[list[int], list[str]]:
+    """Each (method, path, token, json body) on a writable server over a real store holding
+    corpus-c and corpus-a: the statuses, then the store's context names."""
+    from taguru_ray.context.store import SqliteStore
+
+    store = SqliteStore(folder)
+    for name in ("corpus-c", "corpus-a"):
+        store.import_stream(_stream({"taguru_batch": 1, "context": name, "source": "d.md",
+                                     "create": {}}))  # fmt: skip
+    statuses: list[int] = []
+
+    async def scenario(session: ClientSession, base: str) -> None:
+        for method, path, token, body in requests:
+            headers = {"Authorization": f"Bearer {token}"}
+            async with session.request(method, base + path, json=body, headers=headers) as r:
+                statuses.append(r.status)
+
+    try:
+        run_server(store, scenario, ServeConfig(writable=True, keyring=keyring_from_env(ENV)))
+        names = sorted(entry["name"] for entry in store.contexts()["contexts"])
+    finally:
+        store.close()
+    return statuses, names
+
+
+def test_a_rename_cannot_move_a_context_out_of_the_keys_grant(tmp_path: Path) -> None:
+    """Issue 49 item 6: admin on corpus-c only, renaming it to a name another key reads
+    (or onto an existing context) is 403 and nothing moves; within the grant it moves."""
+    statuses, names = _as_keys(
+        tmp_path,
+        ("POST", "/contexts/corpus-c/rename", "stok", {"to": "corpus-b"}),
+        ("POST", "/contexts/corpus-c/rename", "stok", {"to": "corpus-a"}),
+    )
+    assert statuses == [403, 403]
+    assert names == ["corpus-a", "corpus-c"]
+
+
+def test_head_needs_what_get_needs(tmp_path: Path) -> None:
+    """Issue 49 item 7: a read key's HEAD is answered as its GET is."""
+    statuses, _ = _as_keys(
+        tmp_path,
+        ("GET", "/contexts/corpus-c", "rtok", None),
+        ("HEAD", "/contexts/corpus-c", "rtok", None),
+        ("HEAD", "/contexts", "rtok", None),
+        ("HEAD", "/contexts/corpus-a", "stok", None),  # outside its grant: as GET, 403
+    )
+    assert statuses == [200, 200, 200, 403]

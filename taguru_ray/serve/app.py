@@ -8,7 +8,8 @@ envelope (a `ContextError` verbatim; aiohttp's 404/405/413 into `unknown_path`,
 `method_not_allowed`, `payload_too_large`; a client hanging up mid-request into
 a debug log line, since nobody is left to answer; anything unexpected into a 500
 `internal` and one stderr line, never a traceback), the inner one holds the
-request to its bearer key (auth.py). A request head and body each have a
+request to its bearer key (auth.py) and its grant (grants.py: the role and every
+context the request names, before any handler runs). A request head and body each have a
 deadline (deadlines.py); a head that is not HTTP is refused in the envelope before
 any middleware (connection.py).
 
@@ -31,9 +32,9 @@ from aiohttp import web
 
 from taguru_ray.context.api import ContextError, ContextStore
 from taguru_ray.serve.auth import EXEMPT_PATHS, presented_token
-from taguru_ray.serve.auth import required_role as role_needed
 from taguru_ray.serve.connection import protocol_factory
 from taguru_ray.serve.envelope import fail, refusal
+from taguru_ray.serve.grants import decide
 from taguru_ray.serve.routes import add_routes
 from taguru_ray.serve.state import KEY_NAME, SCOPE, STARTED, STATE, ServeConfig, ServerState
 
@@ -157,17 +158,10 @@ async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
     scope = keyring.scope_of(name)
     resource = request.match_info.route.resource
     if resource is not None:  # an unmatched path answers 404/405 below, not 403
-        route = resource.canonical
-        needed = role_needed(request.method, route)
-        if scope.role < needed:
-            raise fail(
-                403,
-                f"key '{name}' has role '{scope.role.label}', but {request.method} {route} "
-                f"needs '{needed.label}'",
-            )
-        context = request.match_info.get("name")
-        if context is not None and not scope.allows(context):
-            raise fail(403, f"key '{name}' has no grant on context '{context}'")
+        # The one check of the grant: the route's role, every context it names (grants.py).
+        await decide(
+            request, name, scope, resource.canonical, request.app[STATE].config.body_timeout
+        )
     request[SCOPE] = scope
     request[KEY_NAME] = name
     return await handler(request)

@@ -2,8 +2,9 @@
 
 Handlers raise `ContextError` for a refusal; the error middleware (app.py)
 answers it. `POST /import` is refused on a read-only server (a dry run writes
-nothing and is answered), and a context-scoped key may import only streams whose
-every batch (in any header shape the importer reads) names one of its contexts.
+nothing and is answered); a context-scoped key may import only streams whose
+every batch (in any header shape the importer reads) names one of its contexts,
+which the grant check (grants.py) holds it to before the handler runs.
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ from aiohttp import web
 
 from taguru_ray import __version__
 from taguru_ray.context.api import Namespace
-from taguru_ray.context.importer import ImportRefusal, stream_contexts
 from taguru_ray.serve import requests
 from taguru_ray.serve.deadlines import read_body
 from taguru_ray.serve.envelope import bare, fail, ok
 from taguru_ray.serve.evidence_request import evidence as evidence_request
-from taguru_ray.serve.state import KEY_NAME, SCOPE, STARTED, STATE
+from taguru_ray.serve.state import SCOPE, STARTED, STATE
 from taguru_ray.serve.unsupported import add_unsupported_routes
 from taguru_ray.serve.write_routes import add_write_routes
 
@@ -182,31 +182,10 @@ async def import_stream(request: web.Request) -> web.Response:
             "this server is read-only: start it with `taguru-ray serve --writable` to accept "
             "POST /import (or import with `taguru-ray import --store`); nothing was applied",
         )
-    data = await read_body(request, state.config.body_timeout)
-    _hold_to_grant(request, data)
+    data = await read_body(request, state.config.body_timeout)  # held to the grant (grants.py)
     async with state.import_lock:
         result = await state.call(state.store.import_stream, data, dry_run=dry_run)
     return ok(result, request[STARTED])
-
-
-def _hold_to_grant(request: web.Request, data: bytes) -> None:
-    """Refuse (403, nothing applied) an import that would touch a context the key has no
-    grant on. The contexts are the importer's own reading of the stream, so no header
-    shape it accepts escapes the check."""
-    scope = request.get(SCOPE)
-    if scope is None or scope.contexts is None:
-        return
-    try:
-        touched = stream_contexts(data)
-    except ImportRefusal:
-        return  # the store parses the stream before it writes, and refuses it whole
-    for context in touched:
-        if not scope.allows(context):
-            raise fail(
-                403,
-                f"key '{request[KEY_NAME]}' has no grant on context '{context}'; "
-                "nothing was applied",
-            )
 
 
 async def _json(request: web.Request) -> dict[str, Any]:

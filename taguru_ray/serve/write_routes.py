@@ -3,9 +3,9 @@
 Each handler parses its body (write_requests.py), makes one store call (the
 store's `ContextWrites`), and notes the context dirty for `POST /flush`. A server
 started with `--store` and no `--writable` refuses every write 403 before the
-body is read, as it refuses `POST /import`. The role a key needs is checked
-before any of this (auth.py), so a read key meets 403 even on a context that
-does not exist.
+body is read, as it refuses `POST /import`. The role a key needs and
+every context a request names (rename's ``to`` too) are checked before any of
+this (grants.py), so a read key meets 403 even on a context that does not exist.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from taguru_ray.serve import requests, write_requests
 from taguru_ray.serve.deadlines import read_body
 from taguru_ray.serve.envelope import fail, ok
 from taguru_ray.serve.metrics import CONTENT_TYPE
-from taguru_ray.serve.state import SCOPE, STARTED, STATE
+from taguru_ray.serve.state import STARTED, STATE
 
 
 def add_write_routes(router: web.UrlDispatcher) -> None:
@@ -52,14 +52,7 @@ async def flush(request: web.Request) -> web.Response:
     before it is answered, so flushing persists nothing more; the names are what a
     Taguru client expects to learn."""
     state = request.app[STATE]
-    scope = request.get(SCOPE)
-    if scope is not None and scope.contexts is not None:
-        raise fail(
-            403,
-            "flush is server-wide (it names every flushed context); a "
-            "context-scoped key cannot call it",
-        )
-    _writable(request)
+    _writable(request)  # a context-scoped key never reaches here: it names every context
     flushed, state.dirty = sorted(state.dirty), set()
     return ok(flushed, request[STARTED])
 
