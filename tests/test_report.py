@@ -167,3 +167,33 @@ def rendered(html: Path) -> str:
     dumped = chromium("--dump-dom", html.as_uri())
     assert dumped.returncode == 0, dumped.stderr[-2000:]
     return dumped.stdout
+
+
+@pytest.mark.parametrize("field", ["elapsed_seconds", "input_tokens", "output_tokens"])
+def test_a_non_finite_figure_in_an_attempts_log_is_an_unreadable_line_to_report_and_metrics(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str
+) -> None:
+    """Issue 49 item 11: `1e999` seconds or tokens (Python's json reads it as infinity)
+    crashed `report`; `metrics`, reading the same folder, dropped it silently. Both now
+    skip the line and say so, as for a torn one."""
+    from taguru_ray.cli.metrics import main as metrics_main
+
+    out = tmp_path / "run"
+    shutil.copytree(RECORDS / "run-a", out)
+    log = next((out / ".extract-trace").glob("*alpha*.attempts.jsonl"))
+    lines = log.read_text(encoding="utf-8").splitlines()
+    at = next(i for i, line in enumerate(lines) if '"type":"attempt"' in line)
+    lines[at] = re.sub(rf'"{field}":[0-9.]+', f'"{field}":1e999', lines[at], count=1)
+    assert "1e999" in lines[at]
+    log.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    capsys.readouterr()
+    page = report(tmp_path, str(out))
+    assert "1 unreadable line(s) skipped" in page  # the page's note, as metrics says it
+    assert "inf" not in re.sub(r"<[^>]+>", " ", page).split()
+    assert metrics_main([str(out)]) == 0
+    assert "1 unreadable line(s) skipped" in capsys.readouterr().err
+
+
+def test_a_histogram_draws_only_finite_values() -> None:
+    svg = figures.histogram("seconds", [0.5, float("inf"), 1e308, float("nan"), 2.0], "s")
+    assert svg.startswith("<svg") and "nan" not in svg and "inf" not in svg

@@ -104,3 +104,23 @@ def test_control_characters_in_a_turn_are_escaped_tabs_kept(
     assert code == 0
     assert out == ["oc:ab12#0  -  user  user_text", "before\\u{1b}[2Jafter\tcolumn",
                    "line two\\u{7}"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("replay", "cc:3f2a", "--from", "0", "--to", "99999999999999999999"),
+        ("replay", "cc:3f2a", "--from", "99999999999999999999", "--to", "99999999999999999999"),
+        ("expand", "cc:3f2a#1", "-C", "99999999999999999999"),
+        ("show", "cc:3f2a#1", "--context", "99999999999999999999"),
+        ("search", "deploy", "--limit", "99999999999999999999"),
+        ("recall", "deploy", "--limit", "99999999999999999999"),
+    ],
+)
+def test_a_number_past_what_the_store_holds_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], store: Path, argv: tuple[str, ...]
+) -> None:
+    """Issue 49 item 11: SQLite's OverflowError ("this is a bug") became a usage error."""
+    code, out, err = run(capsys, *argv, "--store", str(store))
+    assert (code, out) == (2, [])
+    assert "past the largest number a store holds" in err[0] and "bug" not in err[0]

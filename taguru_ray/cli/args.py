@@ -34,6 +34,25 @@ def location(text: str) -> str:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+# SQLite's INTEGER: a number past it cannot be bound to a query (OverflowError), so a flag
+# that reaches one is held to it at parse time, a usage error like any other.
+SQLITE_INT_MAX = 2**63 - 1
+
+
+def whole_number(text: str) -> int:
+    """argparse's ``type`` for a count or a turn number: a whole number in
+    0..2^63−1 (what SQLite can hold), else a usage error naming the range."""
+    try:
+        number = int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if number > SQLITE_INT_MAX:
+        raise argparse.ArgumentTypeError(
+            f"{text.strip()} is past the largest number a store holds ({SQLITE_INT_MAX})"
+        )
+    return number  # a negative one is refused by the verb, which names what it counts
+
+
 def parse(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace | int:
     """The parsed arguments, or the code to exit with: --help is 0, a usage error 2
     (argparse has already printed either)."""

@@ -45,7 +45,7 @@ import fsspec
 
 from taguru_ray import __version__
 from taguru_ray.cli import sessions_use
-from taguru_ray.cli.args import OneLineParser, location
+from taguru_ray.cli.args import OneLineParser, location, whole_number
 from taguru_ray.contract.settings.values import passphrase
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError, UsageError, prefix
 from taguru_ray.sessions import ledger
@@ -183,7 +183,9 @@ def _list_parser() -> OneLineParser:
 def _search_parser() -> OneLineParser:
     parser = _parser("search", "Turns holding every word of QUERY (substring, case-blind).")
     parser.add_argument("query", metavar="QUERY", help='words; a "quoted phrase" stays whole')
-    parser.add_argument("--limit", metavar="N", type=int, default=20, help="hits (default 20)")
+    parser.add_argument(
+        "--limit", metavar="N", type=whole_number, default=20, help="hits (default 20)"
+    )
     parser.add_argument("--agent", choices=AGENTS, help="only this agent's sessions")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     return parser
@@ -192,7 +194,7 @@ def _search_parser() -> OneLineParser:
 def _show_parser() -> OneLineParser:
     parser = _parser("show", "A turn and the turns around it, verbatim.")
     parser.add_argument("handle", metavar="HANDLE", help="cc:<id>#<seq> (no #<seq>: all)")
-    parser.add_argument("--context", metavar="N", type=int, default=2,
+    parser.add_argument("--context", metavar="N", type=whole_number, default=2,
                         help="turns either side (default 2)")  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     return parser

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 
-from taguru_ray.cli.args import OneLineParser
+from taguru_ray.cli.args import OneLineParser, whole_number
 from taguru_ray.errors import EXIT_OK, prefix
 from taguru_ray.sessions.events import AGENTS, Event
 from taguru_ray.sessions.index import SessionStore
@@ -52,7 +52,9 @@ def _parser(verb: str, description: str) -> OneLineParser:
 def recall_parser() -> OneLineParser:
     parser = _parser("recall", "Turns holding QUERY, each with a one-sentence brief.")
     parser.add_argument("query", metavar="QUERY", help='words; a "quoted phrase" stays whole')
-    parser.add_argument("--limit", metavar="N", type=int, default=10, help="lines (default 10)")
+    parser.add_argument(
+        "--limit", metavar="N", type=whole_number, default=10, help="lines (default 10)"
+    )
     parser.add_argument("--agent", choices=AGENTS, help="only this agent's sessions")
     return parser
 
@@ -60,9 +62,9 @@ def recall_parser() -> OneLineParser:
 def replay_parser() -> OneLineParser:
     parser = _parser("replay", "The turns FROM..TO of a session, verbatim.")
     parser.add_argument("handle", metavar="HANDLE", help="cc:<id> (a #<seq> is ignored)")
-    parser.add_argument("--from", dest="first", metavar="N", type=int, required=True,
+    parser.add_argument("--from", dest="first", metavar="N", type=whole_number, required=True,
                         help="the first turn")  # fmt: skip
-    parser.add_argument("--to", dest="last", metavar="M", type=int, required=True,
+    parser.add_argument("--to", dest="last", metavar="M", type=whole_number, required=True,
                         help="the last turn (clipped to the session)")  # fmt: skip
     return parser
 
@@ -70,8 +72,8 @@ def replay_parser() -> OneLineParser:
 def expand_parser() -> OneLineParser:
     parser = _parser("expand", "A turn and K turns either side, verbatim.")
     parser.add_argument("handle", metavar="HANDLE#SEQ", help="cc:<id>#<seq>")
-    parser.add_argument("-C", "--context", dest="context", metavar="K", type=int, default=2,
-                        help="turns either side (default 2)")  # fmt: skip
+    parser.add_argument("-C", "--context", dest="context", metavar="K", type=whole_number,
+                        default=2, help="turns either side (default 2)")  # fmt: skip
     return parser
 
 

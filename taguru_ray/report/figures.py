@@ -100,14 +100,16 @@ def lines(title: str, series: Sequence[Series], x_label: str, y_label: str) -> s
 
 
 def histogram(title: str, values: Sequence[float], x_label: str, bins: int = 20) -> str:
-    """Counts of `values` in equal bins from their least to their greatest."""
+    """Counts of `values` in equal bins from their least to their greatest; a value that
+    is not a finite number has no bin and is left out."""
+    values = [value for value in values if math.isfinite(value)]
     if not values:
         return empty(f"{title}: nothing to draw")
     low, high = min(values), max(values)
-    width = (high - low) / bins or 1.0
+    width = (high / bins - low / bins) or 1.0  # never inf: 1e308 and -1e308 are finite
     counts = [0] * bins
     for value in values:
-        counts[min(int((value - low) / width), bins - 1)] += 1
+        counts[min(int(value / width - low / width), bins - 1)] += 1
     y_max = nice(max(counts))
     parts = _frame(title, x_label, "completions", y_max, low, low + width * bins)
     step = (WIDTH - LEFT - RIGHT) / bins

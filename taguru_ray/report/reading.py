@@ -9,6 +9,7 @@ every record (``ts``), so its series run over seconds. Nothing here draws.
 from __future__ import annotations
 
 import json
+import math
 import posixpath
 from collections import Counter
 from collections.abc import Sequence
@@ -252,6 +253,10 @@ def _cell_view(cell: str, lines: Lines) -> RunView:
 
 
 def _number(value: Any) -> float:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value == value:
-        return float(max(value, 0))
+    """A figure of a record as a finite float, 0 for anything else (a non-finite number
+    cannot reach here from `read_lines`; a benchmark cell's file is read the same way)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+        if math.isfinite(number):
+            return max(number, 0.0)
     return 0.0

@@ -3,8 +3,12 @@
 The attempts log is written line by line on purpose (CONTRACT.md section
 4.2), so a killed run can leave its last line torn. Every reader here treats
 a line that is not a JSON object as unreadable — counted, said by the caller,
-never a failure — and skips it. Record types a reader does not know are
-skipped by the reader too (CONTRACT.md section 4: "skip unknown types").
+never a failure — and skips it. A line is read as standard JSON with finite
+numbers (`contract/strict_json.py`): ``NaN``, ``Infinity`` or ``1e999`` (which
+Python's own reader takes as infinity) in a figure no writer of ours makes is
+an unreadable line too, so no tool meets a non-finite second or token count.
+Record types a reader does not know are skipped by the reader too (CONTRACT.md
+section 4: "skip unknown types").
 
 A segment's files share one stem: ``<out>/<stem>.jsonl`` (the source file),
 ``<out>/.extract-trace/<stem>.jsonl`` (the trace, only for a written segment)
@@ -14,12 +18,12 @@ when the segment fails). --out may be any fsspec URL (CONTRACT.md section 10).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import fsspec
 
+from taguru_ray.contract import strict_json
 from taguru_ray.contract.names import TRACE
 from taguru_ray.contract.records.attempts import SegmentAttempts, SettingsRecord
 from taguru_ray.store.outdir import OutDir
@@ -89,8 +93,8 @@ def read_lines(data: bytes) -> Lines:
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw)
-        except ValueError:  # json.JSONDecodeError and UnicodeDecodeError alike
+            value = strict_json.loads(raw)
+        except ValueError:  # JSON errors, non-finite numbers, UnicodeDecodeError alike
             value = None
         last_bad = not isinstance(value, dict)
         if last_bad:
