@@ -182,6 +182,32 @@ def test_print_config_prints_the_toml_and_exits_0(
     assert (s.scale.workers, s.source.paths) == (3, ("d",))
 
 
+def test_print_config_never_prints_a_credential_and_says_where_it_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 49 item 8: endpoint URLs were printed verbatim, credentials included. They
+    are written without them (what was left out, and where to give it, in a comment);
+    a value that still holds a secret after that is not written at all."""
+    monkeypatch.setenv("TAGURU_EXTRACT_MODEL", "m")
+    monkeypatch.setenv(
+        "TAGURU_EXTRACT_URL", "https://user:Hunt3rPass@api.example.com/v1?api-key=Sekr1tKey&x=1"
+    )
+    secret_dir = "runs-ghp_Hb7Kq2Wz9Lm4Xr8Tn3Vp6Ys1Jd5Gc0Fa2Qe7Ru"
+    code = main(["extract", "--context", CONTEXT, "--out", secret_dir, "--print-config",
+                 "--endpoint", "http://bob:Pw0rd99@10.0.0.2:8000/v1?token=T0kenXyz", "d"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    for secret in ("Hunt3rPass", "Sekr1tKey", "Pw0rd99", "T0kenXyz", "Hb7Kq2Wz9Lm4"):
+        assert secret not in out + err
+    assert 'url = "https://api.example.com/v1?x=1"' in out
+    assert "# url: written without its credentials (user:password@, ?api-key=)" in out
+    assert "give them in TAGURU_EXTRACT_URL" in out
+    assert 'endpoints = ["http://10.0.0.2:8000/v1"]' in out
+    assert "# out: not written, as it holds a secret (github_token)" in out
+    s = resolved(write(tmp_path, out), "--out", "o")  # what is written still reads back
+    assert s.transport.endpoints == ("http://10.0.0.2:8000/v1",)
+
+
 def test_the_readme_s_toml_example_reads_as_a_run(tmp_path: Path) -> None:
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     example = readme.split("```toml\n", 1)[1].split("```", 1)[0]

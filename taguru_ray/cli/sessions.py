@@ -56,6 +56,7 @@ from taguru_ray.sessions.index_records import turn_handle
 from taguru_ray.sessions.memory import MemoryStore
 from taguru_ray.store.redact_key import redaction_key
 from taguru_ray.store.walk import Unlisted, reach, walk
+from taguru_ray.text.masking import masked, secrets_in
 from taguru_ray.text.redact import Rule, RulesError, parse_rules_file
 from taguru_ray.text.terminal import printable
 
@@ -67,6 +68,13 @@ SESSION_SUFFIXES = (".jsonl", ".json")
 # (Claude Code writes subagents/agent-<id>.meta.json beside each subagent's JSONL).
 SKIPPED_SUFFIXES = (".meta.json",)
 ONE_LOG = "--id and --started-at name one OpenAI chat log: give one file, not a folder or several"
+
+
+def shown_path(path: str, rules: Sequence[Rule] | None = None) -> str:
+    """A path as every line of these verbs prints it: each secret in it masked (the one
+    masker, `text/masking.py`; the import's own rules when given) and control characters
+    escaped. A folder named after a working directory can hold a token."""
+    return printable(masked(path, rules))
 
 USAGE = """\
 usage: taguru-ray sessions <import|list|search|show|recall|replay|expand|brief|extract> \
@@ -219,26 +227,29 @@ def _import(args: argparse.Namespace) -> int:
     files: list[tuple[str, fsspec.AbstractFileSystem, str]] = []
     walked: set[str] = set()  # files a folder walk found, not named: not-a-session skips
     unlisted = 0
+    from taguru_ray.sessions.convert.secrets import secret_rules
+
+    scan = secret_rules(rules)
     for path in args.paths:
         try:
             found, skipped = _session_files(path)
             walked.update(name for name, _, _ in found if name != path)
         except FileNotFoundError:
-            print(f"{IMPORT}{printable(path)}: no such file or folder", file=sys.stderr)
+            print(f"{IMPORT}{shown_path(path, scan)}: no such file or folder", file=sys.stderr)
             return EXIT_USAGE
         except OSError as error:  # hidden by a folder on its way: said; the rest imported
             found, skipped = [], [Unlisted(path, error.strerror or str(error))]
         for folder in skipped:  # its files are unknown: said, and the exit is 1
-            print(f"{IMPORT}{printable(folder.folder)}: cannot read it ({folder.why}) — its "
+            print(f"{IMPORT}{shown_path(folder.folder, scan)}: cannot read it ({folder.why}) — its "
                   "session files were not imported; make it readable and import again",
                   file=sys.stderr)  # fmt: skip
         unlisted += len(skipped)
         if not found and not skipped:
-            print(f"{IMPORT}{printable(path)}: no session file (*.jsonl, *.json) in it",
+            print(f"{IMPORT}{shown_path(path, scan)}: no session file (*.jsonl, *.json) in it",
                   file=sys.stderr)  # fmt: skip
         for name, _, _ in found:
             if name != path and name.endswith(SKIPPED_SUFFIXES):
-                print(f"{IMPORT}{printable(name)}: skipped — a subagent's metadata "
+                print(f"{IMPORT}{shown_path(name, scan)}: skipped — a subagent's metadata "
                       "(*.meta.json), not a session", file=sys.stderr)  # fmt: skip
         files.extend(f for f in found if f[0] == path or not f[0].endswith(SKIPPED_SUFFIXES))
     if one_log and [name for name, _, _ in files] != args.paths:  # a folder
@@ -280,47 +291,68 @@ class _Importer:
                            self.session_id, self.started_ms])  # fmt: skip
 
     def one(self, store: SessionStore, name: str, fs: fsspec.AbstractFileSystem, path: str) -> bool:
-        """Import one file; False when it was unreadable or refused (said on stderr)."""
-        from taguru_ray.sessions.convert import NotASession, SessionRefused, convert
+        """Import one file; False when it was unreadable or refused (said on stderr).
 
+        Its path is scanned as its lines are (the same rules): the index keeps it, `list`
+        prints it and `extract` writes it into its trace, so a secret in it (a folder
+        named after a working directory that held a token) refuses the file as extract's
+        ``--redact`` refuses such a segment path — or, with ``--mask``, is stored as the
+        lines' secrets are, behind the placeholder keyed as theirs."""
+        from taguru_ray.sessions.convert import NotASession, SessionRefused, convert
+        from taguru_ray.sessions.convert.secrets import secret_rules
+
+        rules = secret_rules(self.rules)
+        shown = shown_path(name, rules)
         if not _utf8(name):  # the index keeps the name as text; undecodable bytes cannot be
-            print(f"{printable(name)}: the name is not UTF-8 — rename it", file=sys.stderr)
+            print(f"{shown}: the name is not UTF-8 — rename it", file=sys.stderr)
+            return False
+        tripped = secrets_in(name, rules)
+        if tripped and not self.mask:
+            print(f"{IMPORT}{shown}: its path holds a secret ({', '.join(tripped)}) — refused: "
+                  "the store keeps a session's path, list prints it and extract writes it; "
+                  "rename the folder, or --mask replaces the secret", file=sys.stderr)  # fmt: skip
             return False
         try:
             data = bytes(fs.cat_file(path))
         except OSError as error:
-            print(f"{printable(name)}: cannot read it ({error.strerror or error})",
+            print(f"{shown}: cannot read it ({error.strerror or error})",
                   file=sys.stderr)  # fmt: skip
             return False
-        inputs = hashlib.sha256(f"{self.settings}\n".encode() + data).hexdigest()
+        # A masked path converts to another stored name: keyed apart, so a file imported
+        # before paths were masked is converted again rather than left "unchanged".
+        path_mark = b"masked-path\n" if tripped else b""
+        inputs = hashlib.sha256(f"{self.settings}\n".encode() + path_mark + data).hexdigest()
         seen = store.imported(inputs)
         if seen is not None:
-            print(f"{printable(name)}: unchanged {seen.handle} ({_turns(seen.turns)})")
+            print(f"{shown}: unchanged {seen.handle} ({_turns(seen.turns)})")
             return True
         named: dict[str, Any] = {}  # only when given: one OpenAI chat log's own
         if self.session_id is not None:
             named["session_id"] = self.session_id
         if self.started_ms is not None:
             named["started_ms"] = self.started_ms
+        stored = name
+        if tripped:  # --mask: the lines' placeholder, salted with the file's digest
+            stored = masked(name, rules, hashlib.sha256(data).hexdigest(), self.key)
         try:
-            session = convert(data, file=name, format=self.format, mask=self.mask,
+            session = convert(data, file=stored, format=self.format, mask=self.mask,
                               rules=self.rules, key=self.key, **named)  # fmt: skip
         except NotASession as refusal:
             if name not in self.walked:  # named on the command line: the user meant it
                 print(printable(str(refusal)), file=sys.stderr)
                 return False
             # An agent's folder holds files that are no session by design: said, skipped.
-            why = str(refusal).removeprefix(f"{name}: ")
-            print(f"{IMPORT}{printable(name)}: skipped — {printable(why)}", file=sys.stderr)
+            why = str(refusal).removeprefix(f"{stored}: ")
+            print(f"{IMPORT}{shown}: skipped — {printable(why)}", file=sys.stderr)
             return True
         except SessionRefused as refusal:
             print(printable(str(refusal)), file=sys.stderr)  # names places, never content
             return False
         outcome = store.put(session, inputs=inputs)
-        count = len(session.masked)
-        masked = f", {count} secret{'s' if count > 1 else ''} masked" if count else ""
-        print(f"{printable(name)}: {outcome} {session.handle} "
-              f"({_turns(len(session.events))}{masked})")  # fmt: skip
+        count = len(session.masked) + bool(tripped)
+        masked_note = f", {count} secret{'s' if count > 1 else ''} masked" if count else ""
+        print(f"{shown_path(stored)}: {outcome} {session.handle} "
+              f"({_turns(len(session.events))}{masked_note})")  # fmt: skip
         return True
 
 
@@ -364,7 +396,9 @@ def _list(args: argparse.Namespace) -> int:
     ledgers = [ledger.read(args.store, row.agent, row.session_id) for row in rows]
     summaries = [ledger.summary(records) if records else None for records in ledgers]
     if args.json:
-        listed = [asdict(row) | {"ledger": summary and asdict(summary)}
+        # A store imported before paths were scanned may hold one with a secret: masked
+        # here as everywhere it is shown.
+        listed = [asdict(row) | {"file": masked(row.file), "ledger": summary and asdict(summary)}
                   for row, summary in zip(rows, summaries, strict=True)]  # fmt: skip
         print(json.dumps({"sessions": listed}, ensure_ascii=False))
         return EXIT_OK
@@ -374,7 +408,7 @@ def _list(args: argparse.Namespace) -> int:
         facts = "-" if row.facts is None else str(row.facts)
         done = "" if summary is None else f"  {printable(str(summary))}"
         print(f"{row.handle}  {_when(row.started_ms)}  {_turns(row.turns)}  facts {facts}"
-              f"{done}  {printable(row.file)}")  # fmt: skip
+              f"{done}  {shown_path(row.file)}")  # fmt: skip
     return EXIT_OK
 
 

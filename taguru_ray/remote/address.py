@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 
 from taguru_ray.contract.server_variables import ADDR
 from taguru_ray.contract.settings.values import unprintable
+from taguru_ray.text.masking import url_origin
 
 DEFAULT_ADDR = "127.0.0.1:8248"
-UNPARSEABLE = "<unparseable-url>"
 _WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1"}
 
 
@@ -63,15 +63,6 @@ def base_url(
 
 
 def mask_url(url: str) -> str:
-    """``scheme://host[:port]`` only: never userinfo, a path or a query."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return UNPARSEABLE
-    if not parts.scheme or not parts.hostname:
-        return UNPARSEABLE
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    default = {"http": 80, "https": 443}.get(parts.scheme)
-    shown = f":{port}" if port is not None and port != default else ""
-    return f"{parts.scheme}://{host}{shown}"
+    """``scheme://host[:port]`` only: never userinfo, a path or a query (the one masker,
+    `text/masking.py`, decides it for every URL the tool shows)."""
+    return url_origin(url)

@@ -47,6 +47,7 @@ from taguru_ray.sessions.provenance import fact_provenance
 from taguru_ray.sessions.rows import Rows, assemble, carried_names, row_drafts, zero_rows
 from taguru_ray.sessions.source import render
 from taguru_ray.sessions.stages import MAIN_LINE, REVIEW, StageSpec, specs
+from taguru_ray.text.masking import masked
 
 STAGED = b'{"taguru_session":1,'
 __all__ = [
@@ -238,7 +239,7 @@ def _trace(
         {
             "type": "session",
             "source": session.source,
-            "file": session.file,
+            "file": masked(session.file),  # stored masked; a store from before, here
             "turns": len(session.events),
             "masked": list(session.masked),
             "metrics": stage_metrics.total(metrics),

@@ -202,10 +202,13 @@ def _filesystem_problem(protocol: str) -> str | None:
 
 
 def _shown(url: str) -> str:
-    """The URL for a message: control characters escaped, a password never shown."""
+    """The URL for a message: control characters escaped, no credential (the one masker,
+    `text/masking.py`: userinfo and credential parameters left out, else the origin)."""
+    from taguru_ray.text.masking import url_origin, url_without_credentials
     from taguru_ray.text.terminal import printable
 
-    return printable(re.sub(r"(://[^/@:]*):[^/@]*@", r"\1:…@", url))
+    shown, _ = url_without_credentials(url)
+    return printable(shown if shown is not None else url_origin(url))
 
 
 def passphrase(value: str) -> str | None:

@@ -217,9 +217,24 @@ def _secrets(found: list[_Found]) -> list[_Found]:
             groups.remove(group)
         merged = [*overlapping, match]
         deepest = max(merged, key=lambda item: (item.depth, _length(item.pieces)))
-        pieces = sorted(piece for item in merged for piece in item.pieces)
+        pieces = sorted(
+            piece for item in merged if not _read_through(item, deepest) for piece in item.pieces
+        )
         groups.append(_Found(deepest.rule, deepest.placeholder, deepest.depth, pieces))
     return sorted(groups, key=lambda group: min(group.pieces))
+
+
+def _read_through(item: _Found, deepest: _Found) -> bool:
+    """Whether `item` is `deepest`'s value read through its encoding: the same rule at a
+    shallower level, starting where the deeper match starts. A raw line reads
+    ``password: x\\nThe`` as one bare value, the escaped line break and the next word
+    with it; decoded, the value is ``x`` and the line break ends it, as it ends it for
+    extract's ``--redact`` — the deeper reading is the text, and its end is the value's
+    (issue 49). A match of another rule, or one starting elsewhere (a JSON key's whole
+    string value, which no decoded reading names as a credential), keeps its pieces."""
+    if item is deepest or item.rule != deepest.rule or item.depth >= deepest.depth:
+        return False
+    return min(item.pieces)[0] == min(deepest.pieces)[0]
 
 
 def _overlap(one: list[tuple[int, int]], other: list[tuple[int, int]]) -> bool:
