@@ -193,8 +193,9 @@ def test_print_config_never_prints_a_credential_and_says_where_it_goes(
         "TAGURU_EXTRACT_URL", "https://user:Hunt3rPass@api.example.com/v1?api-key=Sekr1tKey&x=1"
     )
     secret_dir = "runs-ghp_Hb7Kq2Wz9Lm4Xr8Tn3Vp6Ys1Jd5Gc0Fa2Qe7Ru"
+    endpoint = "http://bob:Pw0rd99@10.0.0.2:8000/v1?token=T0kenXyz"
     code = main(["extract", "--context", CONTEXT, "--out", secret_dir, "--print-config",
-                 "--endpoint", "http://bob:Pw0rd99@10.0.0.2:8000/v1?token=T0kenXyz", "d"])  # fmt: skip
+                 "--endpoint", endpoint, "d"])  # fmt: skip
     out, err = capsys.readouterr()
     assert code == 0, err
     for secret in ("Hunt3rPass", "Sekr1tKey", "Pw0rd99", "T0kenXyz", "Hb7Kq2Wz9Lm4"):
