@@ -13,6 +13,7 @@ import pytest
 from taguru_ray.cli import main as cli_main
 from taguru_ray.contract.names import TRACE, output_name
 from taguru_ray.contract.source_file import parse_source_file
+from taguru_ray.sessions.memory import Fact, MemoryStore
 from tests.big_sessions import SESSION_ID, big_session
 from tests.support import Cli, assert_imports_whole
 from tests.test_sessions_extract_cli import extract
@@ -27,6 +28,11 @@ def big_store(tmp_path: Path) -> Path:
     store = tmp_path / "store"
     assert cli_main(["sessions", "import", str(file), "--store", str(store)]) == 0
     return store
+
+
+def _fact(line: dict[str, object]) -> Fact:
+    return Fact(int(str(line["seq"])), str(line["quote"]), str(line["subject"]),
+                str(line["predicate"]), str(line["value"]))  # fmt: skip
 
 
 def _facts(out: Path, source: str) -> list[dict[str, object]]:
@@ -53,10 +59,19 @@ def test_a_20_mib_session_extracts_whole_or_in_parts_that_import_whole(
     assert done.returncode == 0, done.stderr
     parts = sorted(p.name for p in full.glob("*.jsonl"))
     assert len(parts) >= 3
+    ids = []
     for name in parts:
         parsed = parse_source_file((full / name).read_bytes(), name=name)
         assert parsed.header.id.startswith(f"{SOURCE}/part-")
+        ids.append(parsed.header.id)
     assert_imports_whole(str(full))
+    # Issue 49 item 13: the session's memory holds every part's facts, in part order —
+    # each part's remember() used to replace the last, leaving the last part's alone.
+    by_part = [[_fact(line) for line in _facts(full, source)] for source in sorted(ids)]
+    assert sum(1 for facts in by_part if facts) >= 2, by_part
+    with MemoryStore(big_store) as memory:
+        remembered = memory.facts("claude-code", SESSION_ID)
+    assert remembered == [fact for facts in by_part for fact in facts]
 
     capsys.readouterr()
     assert cli_main(["sessions", "list", "--store", str(big_store), "--json"]) == 0

@@ -5,7 +5,10 @@ and briefs for whatever is pending.
    the ``fact`` lines program.py writes) and stored beside its turns (`MemoryStore`),
    but only when every quote is still verbatim in the stored turn and the turn count
    matches: a trace left by an earlier run over a since-changed session is not the
-   session's (it stays pending).
+   session's (it stays pending). A session written in parts (`parts.py`) has a trace
+   per part: its facts are every part's, in part order, stored once — and only when
+   every part's trace reads, else the session stays pending rather than remember a
+   part's facts as the whole session's.
 2. Every session whose card is pending (no card made from its current facts) gets one
    card ask; every project whose brief is pending gets one brief ask (`card.py`).
    They go through extract's own client and settings (`ChatClient.of`: endpoints, key,
@@ -109,16 +112,37 @@ def trace_facts(out: str, session: Session) -> list[Fact] | None:
     return facts
 
 
+def by_session(sessions: Sequence[Session]) -> list[list[Session]]:
+    """The staged sessions grouped by session, each group's parts in part order."""
+    groups: dict[tuple[str, str], list[Session]] = {}
+    for session in sessions:
+        groups.setdefault((session.agent, session.session_id), []).append(session)
+    return [sorted(parts, key=lambda part: part.part or 0) for parts in groups.values()]
+
+
+def session_facts(out: str, parts: Sequence[Session]) -> list[Fact] | None:
+    """A session's facts from the trace of each of its parts (one, when written whole);
+    None when any part's trace is not this session's as stored."""
+    facts: list[Fact] = []
+    for part in parts:
+        found = trace_facts(out, part)
+        if found is None:
+            return None
+        facts += found
+    return facts
+
+
 def remember(
     store_dir: str, settings: Settings, sessions: Sequence[Session], say: Callable[[str], None]
 ) -> Tally:
     """Store the sessions' facts, then write the pending cards and briefs if a model is
     there to ask. `say` hears one line per thing left pending and why."""
     with MemoryStore(store_dir) as memory:
-        for session in sessions:
-            facts = trace_facts(settings.source.out, session)
+        for parts in by_session(sessions):
+            facts = session_facts(settings.source.out, parts)
             if facts is not None:
-                memory.put_facts(session.agent, session.session_id, project_of(session), facts)
+                first = parts[0]
+                memory.put_facts(first.agent, first.session_id, project_of(first), facts)
         transport = settings.transport
         if not transport.endpoints or settings.records.replay_mode != "off":
             tally = Tally(pending_cards=len(memory.pending_cards()))
