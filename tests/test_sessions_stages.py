@@ -45,6 +45,16 @@ SESSION = Session(
 )  # fmt: skip
 
 
+# The same turns in two batches: the first turn alone (padded past a batch), so that
+# L4, which compares a batch's names with earlier batches' only, has something to ask.
+TWO_BATCHES = Session(
+    "claude-code", "5e57", "s.jsonl", "d" * 64,
+    (event(0, SESSION.events[0].text + " Notes follow." + " filler words" * 700),
+     *SESSION.events[1:]),
+    started_ms=T0,
+)  # fmt: skip
+
+
 class SimWorld(World):
     """The simulator answers every ask, except a request whose user turn holds a
     scripted substring: that one gets the scripted answer (once)."""
@@ -83,7 +93,9 @@ EXPECTED = {
     "naming": ("judgement", 0, "Deploy Script", "is_a", "concept"),
     "alias": ("alias", None, "DS", None, "Deploy Script"),
     "reference": ("judgement", 0, "It", "refers_to", "build-release.sh"),
-    "disambiguation": ("judgement", 2, "Gateway9", "same_as", "Gateway9"),
+    # Compared with the first batch's names only: Gateway9, named in the batch itself, is
+    # never "same_as Gateway9" (issue 49).
+    "disambiguation": ("judgement", 1, "Worker", "distinct_from", "Deploy Script"),
     "tone_role": ("judgement", 1, "Deploy Script", "role", "report"),
     "fact": ("fact", 1, "Deploy Script", "mentions", "build-release.sh"),
     "event": ("fact", 1, "Deploy Script", "moved", "build-release.sh"),
@@ -113,14 +125,15 @@ def seen(lines: list[dict[str, Any]], name: str) -> set[tuple[Any, ...]]:
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_each_stage_judges_and_its_bad_answer_is_removed_with_its_loss_record(name: str) -> None:
     world = SimWorld()
-    outcome = world.run(extract_session(task(stages_for(name))))
+    session = TWO_BATCHES if name == "disambiguation" else SESSION
+    outcome = world.run(extract_session(task(stages_for(name), session)))
     assert outcome.status == "written", outcome.notes
     lines = trace(world)
     assert EXPECTED[name] in seen(lines, name)
-    for line in lines:  # every written fact traces to its seq and a verbatim quote
-        if line["type"] in ("fact", "judgement"):
-            turn = SESSION.events[line["seq"]].text
-            assert checks.collapse(line["quote"]) in checks.collapse(turn)
+    for line in lines:  # every output traces to its seq and a verbatim quote (issue 49)
+        if line["type"] in ("fact", "judgement", "alias"):
+            turn = session.events[line["seq"]].text
+            assert line["quote"] and checks.collapse(line["quote"]) in checks.collapse(turn)
     assert world.files is not None
     parse_source_file(world.files[0], name="s")  # importable, aliases included
     # The same stage, scripted to answer outside its vocabulary: removed, by path and reason.
@@ -131,9 +144,16 @@ def test_each_stage_judges_and_its_bad_answer_is_removed_with_its_loss_record(na
         {"seq": 1, "quote": "", "facts": []},
         {"seq": 2, "quote": "", "facts": []},
     ])  # fmt: skip
+    if session is TWO_BATCHES:  # L4 asks about the second batch only
+        bad = json.dumps([
+            {"seq": 1, "quote": "I moved the Deploy Script to build-release.sh.",
+             "facts": [{"subject": "Deploy Script", "predicate": "mentions", "value": "Kubernetes"},
+                       {"subject": "Deploy Script", "predicate": "invented", "value": "Worker"}]},
+            {"seq": 2, "quote": "", "facts": []},
+        ])  # fmt: skip
     scripted = SimWorld({f"stage: {name}\n\n": bad})  # fact's rows keep the file written
     outcome = scripted.run(
-        extract_session(task(parse_stages(",".join((*stages_for(name), "fact")))))
+        extract_session(task(parse_stages(",".join((*stages_for(name), "fact"))), session))
     )
     assert outcome.status == "written", outcome.notes
     losses = [x for x in trace(scripted) if x["type"] == "loss" and x["stage"] == name]
@@ -308,3 +328,44 @@ def test_metrics_shows_each_stage_per_session_and_over_the_run(tmp_path: Path) -
     assert relation["removed_by"] == "vocabulary=1" and relation["loss_rate"] == 1.0
     assert rows[("run", "review")]["flagged"] > 0
     assert {stage for _, stage in rows} == set(MAIN_LINE)
+
+
+def test_disambiguation_compares_with_earlier_batches_names_never_a_name_with_itself() -> None:
+    """Issue 49 item 14: L4 was given the batch's own names, so ``X same_as X`` passed."""
+    from taguru_ray.sessions.batches import cut
+    from taguru_ray.sessions.rows import carried_for
+
+    spec = BY_NAME["disambiguation"]
+    first, second = cut(candidates(TWO_BATCHES.events))
+    named = [(0, "Deploy Script"), (2, "Gateway9")]
+    drafts = [checks.Draft(seq, "q", answer.Fact(name, "is_a", "concept"), 0, "naming")
+              for seq, name in named]  # fmt: skip
+    assert carried_for(spec, drafts, second) == ["Deploy Script"]  # not Gateway9, of seq 2
+    assert carried_for(BY_NAME["fact"], drafts, second) == ["Deploy Script", "Gateway9"]
+    assert carried_for(spec, drafts, first) == []
+    said = "Gateway9 is down."
+    reading = answer.read(json.dumps([
+        {"seq": 1, "quote": "", "facts": []},
+        {"seq": 2, "quote": said, "facts": [
+            {"subject": "Gateway9", "predicate": "same_as", "value": "Gateway9"}]},
+    ]))  # fmt: skip
+    checked = checks.check(second, reading, frozenset({"Gateway9"}), spec)
+    assert checked.drafts == []
+    assert [(x["check"], x["reason"]) for x in checked.losses] == [
+        ("stage_rule", "subject and value are one name")]
+
+
+def test_a_quote_without_facts_is_a_loss_the_quote_is_there_exactly_when_facts_are() -> None:
+    batch = Batch(0, tuple(candidates(SESSION.events)))
+    reading = answer.read(json.dumps([
+        {"seq": 0, "quote": "It broke yesterday.", "facts": []},
+        {"seq": 1, "quote": "", "facts": []},
+        {"seq": 2, "quote": "Gateway9 is down.", "facts": [
+            {"subject": "Gateway9", "predicate": "p", "value": "x", "extra": 1}]},
+    ]))  # fmt: skip
+    checked = checks.check(batch, reading)
+    assert [(x["check"], x["path"], x["reason"]) for x in checked.losses] == [
+        ("schema", "$[2].facts[0].extra", "a key outside the v4 contract"),
+        ("verbatim", "$[0].quote", "a quote without facts"),
+    ]  # a quote whose facts the schema dropped is not one without facts
+    assert checked.answered == {0, 1, 2} and not checked.corrective

@@ -60,6 +60,7 @@ class Item:
     # Each kept fact's path as the model gave it ($[3].facts[1]), so a loss names the
     # fact's own position even when an earlier fact of the item was dropped.
     fact_paths: tuple[str, ...] = ()
+    given: int = 0  # the facts the model wrote, kept or not: a quote stands for them
 
 
 @dataclass(frozen=True)
@@ -137,4 +138,4 @@ def _item(raw: Any, path: str, reading: Reading) -> Item | None:
             continue
         kept.append(Fact(*fields))
         paths.append(where)
-    return Item(seq, quote, tuple(kept), path, tuple(paths))
+    return Item(seq, quote, tuple(kept), path, tuple(paths), len(facts))

@@ -3,7 +3,8 @@
 Over one batch's reading, in order: coverage (the answered seqs are exactly the
 batch's: a foreign or repeated seq is dropped, a missing one is asked for once),
 verbatim (the quote is in that turn after NFC and whitespace-run collapsing, and
-is non-empty exactly when there are facts), padding (``none``, ``n/a``,
+is non-empty exactly when there are facts: facts without a quote, or a quote
+without facts, is a loss), padding (``none``, ``n/a``,
 ``unknown``…), field size, no redaction placeholder, attestation (the stage's
 attested fields occur in the turn, or are names carried from earlier batches),
 then the stage's own rules (rule 6: the predicate is in its closed vocabulary,
@@ -96,7 +97,12 @@ def check(
         checked.answered.add(item.seq)
         turn = turns[item.seq]
         if not item.facts:
-            continue  # an empty quote with no facts is the contract's "nothing here"
+            # An empty quote with no facts is the contract's "nothing here". A quote with
+            # none is no answer the contract has: the quote is present exactly when facts
+            # are (a quote whose facts were all dropped above is not this).
+            if not item.given and not is_empty_name(item.quote):
+                lose("verbatim", f"{item.path}.quote", "a quote without facts", _raw(item))
+            continue
         if is_empty_name(item.quote):
             lose("verbatim", item.path, "facts without a quote", _raw(item))
             continue

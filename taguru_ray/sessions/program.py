@@ -44,7 +44,7 @@ from taguru_ray.sessions.checks import Draft
 from taguru_ray.sessions.events import Event, Origin, Session, Tool
 from taguru_ray.sessions.ledger import settled
 from taguru_ray.sessions.provenance import fact_provenance
-from taguru_ray.sessions.rows import Rows, assemble, carried_names, row_drafts, zero_rows
+from taguru_ray.sessions.rows import Rows, assemble, carried_for, row_drafts, zero_rows
 from taguru_ray.sessions.source import render
 from taguru_ray.sessions.stages import MAIN_LINE, REVIEW, StageSpec, specs
 from taguru_ray.text.masking import masked
@@ -128,7 +128,7 @@ def extract_session(task: SegmentTask) -> Program[SegmentOutcome]:
             for batch in batches:
                 if settled_by_code(spec, batch):
                     continue
-                carried = carried_names(drafts, batch.seqs[-1] + 1)
+                carried = carried_for(spec, drafts, batch)
                 if spec.needs_carried and not carried:
                     continue  # nothing settled yet to compare against
                 unit = yield from asks.batch(spec, batch, carried)
@@ -251,7 +251,13 @@ def _trace(
         if written.fact != stated.fact:  # an L10 offset, written as the interval it names
             line["written"] = written.fact.value
         lines.append(line)
-    lines += [{"type": "alias", **asdict(alias)} for alias in rows.aliases]
+    # An alias line is an output too: it traces to its seq and verbatim quote as a fact
+    # line does (the source file's alias line has no room for them: import's shape).
+    lines += [
+        {"type": "alias", **asdict(alias), "stage": draft.stage,
+         **fact_provenance(session, draft.seq, draft.quote, model=model)}
+        for alias, draft in zip(rows.aliases, rows.alias_drafts, strict=True)
+    ]  # fmt: skip
     lines += [_drafted("judgement", d) for d in judgements]
     lines += [{"type": "loss", **loss} for loss in losses]
     lines += [{"type": "flag", **flag} for flag in flags]

@@ -31,11 +31,21 @@ from typing import Any
 
 from taguru_ray.contract.items import Alias
 from taguru_ray.sessions.answer import Fact
+from taguru_ray.sessions.batches import Batch
 from taguru_ray.sessions.checks import Draft, unique
 from taguru_ray.sessions.events import Event
 from taguru_ray.sessions.prompt import CARRYOVER_NAMES
-from taguru_ray.sessions.stages import BY_NAME
+from taguru_ray.sessions.stages import BY_NAME, StageSpec
 from taguru_ray.sessions.timemap import iso_interval, parse_offset
+
+
+def carried_for(spec: StageSpec, drafts: Sequence[Draft], batch: Batch) -> list[str]:
+    """The names a stage's ask about `batch` is given: settled by turns up to the batch's
+    last (earlier stages' drafts of its own turns included), or, for a stage comparing
+    the batch with earlier turns (L4, `needs_carried`), by turns before its first only —
+    else a name of the batch is "settled" by the very turn it is compared from."""
+    before = batch.seqs[0] if spec.needs_carried else batch.seqs[-1] + 1
+    return carried_names(drafts, before)
 
 
 def carried_names(drafts: Sequence[Draft], before: int) -> list[str]:
@@ -57,6 +67,7 @@ class Rows:
     stated: list[Draft] = field(default_factory=list)  # the row drafts as the checks left them
     associations: list[Draft] = field(default_factory=list)  # the same, as written
     aliases: list[Alias] = field(default_factory=list)
+    alias_drafts: list[Draft] = field(default_factory=list)  # each alias's turn and quote
     losses: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -84,6 +95,7 @@ def assemble(drafts: Sequence[Draft], turns: Mapping[int, Event]) -> Rows:
             continue
         taken.add(spelling)
         rows.aliases.append(Alias(spelling, canonical, "concept"))
+        rows.alias_drafts.append(draft)
     return rows
 
 

@@ -45,7 +45,9 @@ class StageSpec:
     rule: Rule | None = None
     rows: bool = False  # its drafts become association lines of the source file
     names: tuple[str, ...] = ()  # fields of its drafts carried to later batches as names
-    needs_carried: bool = False  # asked only when earlier turns settled names (L4)
+    # Asked only when turns before the batch settled names, and shown only those (L4): it
+    # compares the batch's names with earlier ones, never with the batch's own.
+    needs_carried: bool = False
     needs_exact_time: bool = False  # asked only when a turn of the batch has an exact time
 
     @property
@@ -62,9 +64,11 @@ def _differ_rule(fact: Fact, quote: str, turn: Event, carried: frozenset[str]) -
 
 
 def _carried_rule(fact: Fact, quote: str, turn: Event, carried: frozenset[str]) -> str | None:
+    """L4 compares a turn's name with a name earlier turns settled: ``X same_as X`` is no
+    comparison (`carried` holds only the names of turns before the batch, `rows.py`)."""
     if fold(fact.value) not in carried:
         return f"value {fact.value!r} is not a name earlier turns settled"
-    return None
+    return _differ_rule(fact, quote, turn, carried)
 
 
 def _tone_rule(fact: Fact, quote: str, turn: Event, carried: frozenset[str]) -> str | None:

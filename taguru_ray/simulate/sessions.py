@@ -9,8 +9,9 @@ quoting one sentence verbatim:
 - naming: each name of the first sentence ``is_a`` its kind (``file`` when it holds
   ``.`` or ``/``, else ``concept``); alias: ``Short`` ``alias_of`` ``Long Name`` for a
   ``Long Name (Short)``; reference: a sentence opening with ``It``/``This`` ``refers_to``
-  the last name of the sentence before; disambiguation: a name the system prompt
-  lists as settled is ``same_as`` itself; tone_role: the first name's ``role`` (a
+  the last name of the sentence before; disambiguation: a name of the turn the
+  system prompt does not list as settled is ``same_as`` a listed name sharing a word
+  with it, else ``distinct_from`` the first listed one; tone_role: the first name's ``role`` (a
   question, a request, or a report);
 - fact: the first sentence with two names, ``mentions``; event, relation, state:
   a sentence whose verb the stage's vocabulary knows (``moved``, ``talks to``,
@@ -133,10 +134,17 @@ def _reference(said: list[str], settled: frozenset[str]) -> tuple[str, list[Fact
 
 
 def _disambiguation(said: list[str], settled: frozenset[str]) -> tuple[str, list[Fact]] | None:
+    """A name of the turn no earlier turn settled, against a settled one: ``same_as`` the
+    settled name it is a word of (or that is a word of it), else ``distinct_from`` the
+    first settled name in sort order. A settled name met again is no comparison."""
+    if not settled:
+        return None
     for sentence in said:
-        same = [n for n in names_in(sentence) if n in settled]
-        if same:
-            return sentence, [{"subject": same[0], "predicate": "same_as", "value": same[0]}]
+        for name in (n for n in names_in(sentence) if n not in settled):
+            words = set(name.split())
+            same = sorted(o for o in settled if words & set(o.split()) and o != name)
+            predicate, other = ("same_as", same[0]) if same else ("distinct_from", min(settled))
+            return sentence, [{"subject": name, "predicate": predicate, "value": other}]
     return None
 
 
