@@ -21,6 +21,7 @@ import pytest
 from taguru_ray.cli import main as cli
 from taguru_ray.contract.names import TRACE, output_name
 from taguru_ray.contract.source_file import parse_source_file
+from taguru_ray.sessions import ledger
 from taguru_ray.sessions.checks import collapse
 from taguru_ray.sessions.index import SessionStore
 from taguru_ray.simulate.harness import SimulatorProcess
@@ -217,6 +218,14 @@ def test_a_killed_run_resumes_and_asks_only_what_was_not_checkpointed(
     assert again == asked - len(saved)  # no checkpointed batch is asked again
     assert asked <= killed_asks + again <= asked + 2
     assert (out / output_name(source)).read_bytes() == (clean / output_name(source)).read_bytes()
+    # Issue 49 item 14: the killed run's finished batches are in the ledger — recorded by
+    # the rerun before it asked anything, from the attempts log the killed run left.
+    agent, session_id = source.split(":")[1:]
+    states = [(r["stage"], r["state"]) for r in ledger.read(store, agent, session_id)]
+    killed = states.index(("session", "killed"))
+    assert states[0] == ("session", "running")
+    assert states[1:killed] == [(first["stage"], "done")] * len(saved)
+    assert states[killed + 1] == ("session", "running") and states[-1] == ("session", "written")
 
 
 def units(out: Path, source: str) -> int:

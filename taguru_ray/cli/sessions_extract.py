@@ -198,9 +198,13 @@ def _run(
         return _plan(staged)
     from taguru_ray.engine.driver import Console, extract
 
-    code = extract(settings, Console(), staged)
+    model = settings.transport.model
+    ledger.open_run(store_dir, settings.source.out, sessions, model)  # P16: closes a killed one
+    try:
+        code = extract(settings, Console(), staged)
+    finally:  # every ask the run finished, however it ended (a kill: the next run's open)
+        ledger.close_run(store_dir, settings.source.out, sessions, model)
     _count_facts(store, settings.source.out, sessions)
-    ledger.close_run(store_dir, settings.source.out, sessions, settings.transport.model)  # P16
     _remember(store_dir, settings, sessions)
     return code
 

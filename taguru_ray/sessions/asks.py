@@ -20,9 +20,10 @@ from dataclasses import asdict
 from taguru_ray.contract.completion import CompletionRequest
 from taguru_ray.contract.records import Record
 from taguru_ray.contract.records.attempts import AttemptRecord
+from taguru_ray.contract.records.session_batch import SessionBatchRecord
 from taguru_ray.contract.records.typed import Stage, State
 from taguru_ray.pipeline.attempt_records import logged_message
-from taguru_ray.pipeline.effects import Answered, Ask, LogAttempt, Program, SaveUnit
+from taguru_ray.pipeline.effects import Answered, Ask, Log, LogAttempt, Program, SaveUnit
 from taguru_ray.pipeline.segment_state import SegmentTask
 from taguru_ray.sessions import answer, prompt
 from taguru_ray.sessions.batches import Batch
@@ -35,7 +36,8 @@ BATCH_ASK, REVIEW_ASK = Stage.SESSION_FACT, Stage.REVIEW
 
 
 class SessionFailed(Exception):
-    """A batch still invalid after its corrective turn: the session stops there."""
+    """An ask that could not be settled — a batch still invalid after its corrective
+    turn, or no answer: the session stops there (its `SessionBatchRecord` logged)."""
 
 
 def sha(data: bytes) -> str:
@@ -66,24 +68,30 @@ class Asks:
             return self.units[piece_id]
         names = frozenset(carried)
         messages = prompt.stage_messages(spec, batch, carried)
-        text = yield from self._ask(piece_id, batch, messages, BATCH_ASK, 1, None)
-        checked = check(batch, answer.read(text), names, spec)
         asked = 1
-        if checked.corrective:
-            problems = [(p.path, p.why) for p in checked.corrective]
-            again = [
-                *messages,
-                {"role": "assistant", "content": text},
-                prompt.corrective_message(problems),
-            ]
-            text = yield from self._ask(piece_id, batch, again, BATCH_ASK, 2, problems)
-            checked, asked = check(batch, answer.read(text), names, spec), 2
+        try:
+            text = yield from self._ask(piece_id, batch, messages, BATCH_ASK, 1, None)
+            checked = check(batch, answer.read(text), names, spec)
             if checked.corrective:
-                first = checked.corrective[0]
-                raise SessionFailed(
-                    f"{spec.label}, batch {batch.index + 1} (seq {batch.seqs[0]}–"
-                    f"{batch.seqs[-1]}): {first.path}: {first.why}"
-                )
+                problems = [(p.path, p.why) for p in checked.corrective]
+                again = [
+                    *messages,
+                    {"role": "assistant", "content": text},
+                    prompt.corrective_message(problems),
+                ]
+                asked = 2
+                text = yield from self._ask(piece_id, batch, again, BATCH_ASK, 2, problems)
+                checked = check(batch, answer.read(text), names, spec)
+                if checked.corrective:
+                    first = checked.corrective[0]
+                    raise SessionFailed(
+                        f"{spec.label}, batch {batch.index + 1} (seq {batch.seqs[0]}–"
+                        f"{batch.seqs[-1]}): {first.path}: {first.why}"
+                    )
+        except SessionFailed as failed:  # logged as it fails: the ledger's record of it
+            seqs = (batch.seqs[0], batch.seqs[-1])
+            yield self._failed(spec.name, batch.index, seqs, batch.sha256, messages, asked, failed)
+            raise
         stated = sum(len(item.facts) for item in answer.read(text).items)
         unit = _unit(spec, checked, asked, stated) | {
             "batch": batch.index,
@@ -103,7 +111,12 @@ class Asks:
         if key in self.units:
             return self.units[key]
         messages = prompt.review_messages(event, fact, draft.quote)
-        text = yield from self._ask(key, None, messages, REVIEW_ASK, 1, None)
+        try:
+            text = yield from self._ask(key, None, messages, REVIEW_ASK, 1, None)
+        except SessionFailed as failed:
+            seqs = (draft.seq, draft.seq)
+            yield self._failed("review", None, seqs, None, messages, 1, failed)
+            raise
         flags = [
             {"seq": draft.seq, "stage": draft.stage, **fact, "field": f.subject, "flag": f.value}
             for item in answer.read(text).items
@@ -115,6 +128,25 @@ class Asks:
         self.units[key] = unit
         yield SaveUnit(key, unit)
         return unit
+
+    def _failed(
+        self,
+        stage: str,
+        batch: int | None,
+        seqs: tuple[int, int],
+        input_sha256: str | None,
+        messages: Sequence[dict[str, str]],
+        asked: int,
+        failed: SessionFailed,
+    ) -> Log:
+        """The attempts-log record of an ask that could not be settled (no unit is saved
+        for it): what the ledger records of it, written before the session stops."""
+        record = SessionBatchRecord(
+            run_id=self.task.run_id, stage=stage, batch=batch, seq_first=seqs[0],
+            seq_last=seqs[1], input_sha256=input_sha256, prompt_sha256=prompt_sha256(messages),
+            state="failed", rows=0, attempt=asked, reason=str(failed),
+        )  # fmt: skip
+        return Log(record.record())
 
     def _ask(
         self,

@@ -17,11 +17,19 @@ fatal: the ledger informs, the manifest and checkpoints decide.
 ``memory.jsonl`` beside the agents' folders logs each memory card and brief ask
 (`append_ask`, `read_asks`): what, about whom, model, tokens, seconds, state.
 
-`append` writes one record; `close_run` writes what a finished ``sessions extract``
-left in its out folder for each session (one call): a record per stage batch and per
-review the run settled, from the trace's ``batch`` lines (`settled`: the program
-derives them from its checkpoint units, so a resumed batch is recorded as it was
-asked), then the ``session`` record; `read` and `summary` are what ``list`` shows.
+`append` writes one record. A run's records come from what each session's run logged
+as each ask finished, durably, in the session's attempts log under ``--out``
+(`run_asks`): a settled stage batch or review is its checkpoint unit, one that failed
+a ``session_batch`` record (`contract/records/session_batch.py`) — so a run that
+fails, is interrupted or is killed has recorded every ask it finished. `open_run`,
+before a ``sessions extract`` asks anything, first closes a run the ledger shows
+``running`` (one killed outright: its asks are read from the out folder it names,
+state ``killed``), then marks each session ``running``; `close_run`, after the run
+however it ended (the CLI calls it in a ``finally``), appends one record per ask the
+run finished and the ``session`` record (written, failed or not written). Without an
+attempts log (``TAGURU_EXTRACT_TRACE_ATTEMPTS=off``) the written trace's ``batch``
+lines stand in (`settled`: a resumed batch recorded as it was asked). `read` and
+`summary` are what ``list`` shows.
 """
 
 from __future__ import annotations
@@ -34,12 +42,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from taguru_ray.contract import strict_json
+
 FOLDER = ".ledger"
 FIELDS = (
     "stage", "batch", "seq_first", "seq_last", "input_sha256", "prompt_sha256", "model",
     "state", "rows", "attempt",
 )  # fmt: skip
 SESSION_STAGE = "session"
+RUNNING, KILLED = "running", "killed"  # a run's session record until it closes; one never closed
 # The memory card and brief asks' log: a file, never an agent's folder (those are folders).
 ASKS = "memory.jsonl"
 
@@ -132,10 +143,15 @@ def _read(file: Path) -> list[dict[str, Any]]:
         data = file.read_bytes()
     except FileNotFoundError:
         return []
+    return _records(data)
+
+
+def _records(data: bytes) -> list[dict[str, Any]]:
+    """Each line that reads as a JSON object; the rest (a write cut short) skipped."""
     records = []
     for raw in data.splitlines():
         try:
-            record = json.loads(raw)
+            record = strict_json.loads(raw)
         except ValueError:
             continue
         if isinstance(record, dict):
@@ -155,7 +171,12 @@ def summary(records: Sequence[dict[str, Any]]) -> Summary:
             # A session in parts gets one record per part from the same run (one `at`):
             # the run wrote it when it wrote every part, and its rows are their sum.
             state, count = record.get("state"), record.get("rows")
-            same_run = run_at is not None and record.get("at") == run_at
+            # An open (running) record and a close never fold, even in one millisecond.
+            same_run = (
+                run_at is not None
+                and record.get("at") == run_at
+                and (state == RUNNING) == (outcome == RUNNING)
+            )
             if same_run and outcome is not None:
                 outcome = outcome if state == outcome else "not written"
                 rows = None if rows is None or not isinstance(count, int) else rows + count
@@ -169,30 +190,106 @@ def summary(records: Sequence[dict[str, Any]]) -> Summary:
     return Summary(tuple(stages), batches, outcome, rows)
 
 
+def open_run(
+    store: str | Path, out: str, sessions: Sequence[Any], model: str | None = None
+) -> None:
+    """Before a ``sessions extract`` asks anything: close what a killed run left open,
+    then mark each session (or part) ``running`` under ``out``."""
+    closed = _now()  # one time for the killed run's close: `summary` folds its parts by it
+    for session in sessions:
+        name = (session.agent, session.session_id)
+        last = _last_session_record(read(store, *name), session.source)
+        if last is not None and last.get("state") == RUNNING:
+            _close(store, str(last.get("out") or out), session, model, killed=True, at=closed)
+    at = _now()
+    for session in sessions:
+        append(store, session.agent, session.session_id, source=session.source,
+               stage=SESSION_STAGE, state=RUNNING, model=model, at=at, out=out,
+               **_span(session))  # fmt: skip
+
+
 def close_run(
     store: str | Path, out: str, sessions: Sequence[Any], model: str | None = None
 ) -> None:
-    """After a ``sessions extract`` run: per session (or part) written under ``out``,
-    one done record per batch and review its trace reports (a trace without those
-    lines: one per stage, with its batch count) and a ``session`` record with the rows
-    its source file holds; per session not written, a ``session`` record ``not
-    written``. `sessions` are `Session`s as staged."""
+    """After a ``sessions extract`` run, however it ended: per session (or part), one
+    record per ask the run finished (from its attempts log, else its written trace's
+    ``batch`` lines or, older, one per stage) and a ``session`` record — ``written`` with
+    the rows its source file holds, ``failed`` when an ask failed, else ``not written``.
+    `sessions` are `Session`s as staged."""
     at = _now()  # one time for the run: `summary` folds a session's parts by it
     for session in sessions:
-        found = _written(out, session.source)
-        seqs = [event.seq for event in session.events]
-        span = {"seq_first": seqs[0] if seqs else None, "seq_last": seqs[-1] if seqs else None}
-        name = (session.agent, session.session_id)
-        for line in found.batches:  # one record per batch and review the run settled
-            fields = {key: line.get(key) for key in FIELDS if key != "model"}
-            append(store, *name, source=session.source, model=model, at=at, **fields)
+        _close(store, out, session, model, at=at)
+
+
+def _close(
+    store: str | Path,
+    out: str,
+    session: Any,
+    model: str | None,
+    *,
+    killed: bool = False,
+    at: int | None = None,
+) -> None:
+    at = _now() if at is None else at
+    found = _written(out, session.source)
+    asks = run_asks(out, session.source)
+    name = (session.agent, session.session_id)
+    span = _span(session)
+    for line in asks if asks is not None else found.batches:
+        fields = {key: line.get(key) for key in FIELDS if key != "model"}
+        extra = {"reason": line["reason"]} if line.get("reason") else {}
+        append(store, *name, source=session.source, model=model, at=at, **fields, **extra)
+    if asks is None:
         for stage in [] if found.batches else found.stages:  # a trace from before batch lines
             append(store, *name, source=session.source, stage=stage["stage"],
                    batches=stage.get("batches"), state="done", model=model,
                    rows=stage.get("kept"), at=at, **span)  # fmt: skip
-        state = "not written" if found.rows is None else "written"
-        append(store, *name, source=session.source, stage=SESSION_STAGE, state=state,
-               rows=found.rows, model=model, at=at, **span)  # fmt: skip
+    failed = any(line.get("state") == "failed" for line in asks or ())
+    state = (
+        KILLED if killed
+        else "written" if found.rows is not None
+        else "failed" if failed
+        else "not written"
+    )  # fmt: skip
+    append(store, *name, source=session.source, stage=SESSION_STAGE, state=state,
+           rows=found.rows if state == "written" else None, model=model, at=at,
+           **span)  # fmt: skip
+
+
+def run_asks(out: str, source: str) -> list[dict[str, Any]] | None:
+    """The asks the session's last run finished, as ledger fields in the order they
+    finished: the checkpoint units and failed asks its attempts log holds after the run's
+    ``segment`` record. None when there is no attempts log to read."""
+    import fsspec
+
+    from taguru_ray.contract.names import TRACE, attempts_name, join
+
+    try:
+        with fsspec.open(join(out, f"{TRACE}/{attempts_name(source)}"), "rb") as handle:
+            records = _records(handle.read())
+    except OSError:
+        return None
+    starts = [i for i, record in enumerate(records) if record.get("type") == "segment"]
+    asks: list[dict[str, Any]] = []
+    for record in records[starts[-1] + 1 if starts else 0 :]:
+        kind = record.get("type")
+        if kind == "checkpoint" and isinstance(record.get("unit"), dict):
+            unit = record["unit"]
+            if isinstance(unit.get("stage"), str):  # a stage batch's or a review's unit
+                asks.append(settled(unit))
+        elif kind == "session_batch":
+            asks.append({key: record.get(key) for key in (*FIELDS, "reason")})
+    return asks
+
+
+def _last_session_record(records: Sequence[dict[str, Any]], source: str) -> dict[str, Any] | None:
+    mine = [r for r in records if r.get("stage") == SESSION_STAGE and r.get("source") == source]
+    return mine[-1] if mine else None
+
+
+def _span(session: Any) -> dict[str, Any]:
+    seqs = [event.seq for event in session.events]
+    return {"seq_first": seqs[0] if seqs else None, "seq_last": seqs[-1] if seqs else None}
 
 
 @dataclass(frozen=True)
