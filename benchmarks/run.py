@@ -47,6 +47,7 @@ from typing import Any
 import httpx
 
 import taguru_ray
+from benchmarks import sessions_memory
 from benchmarks.corpus import write_corpus
 from benchmarks.roles import marginal_by_role, steady_by_role
 from taguru_ray.simulate.harness import SimulatorProcess
@@ -92,6 +93,9 @@ class Params:
     # (benchmarks/prepared.py); memory at each tenfold step up to it.
     skip_segments: int = 1_000_000
     memory_segments: tuple[int, ...] = (10_000, 100_000, 1_000_000)
+    # Issue 49: `sessions import --mask` of a session whose one line is this many MiB;
+    # memory per input byte between the smallest and the largest.
+    import_line_mib: tuple[float, ...] = (2.0, 16.0)
     run_timeout_s: float = 1800.0
 
 
@@ -105,6 +109,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "skip_segments": 20_000,
         "memory_segments": (2_000, 20_000),
         "cell_segments": 200,
+        "import_line_mib": (1.0, 8.0),
     },
     "smoke": {
         "segments": 20,
@@ -119,6 +124,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "run_timeout_s": 300.0,
         "cell_slots": (2, 4),
         "cell_segments": 12,
+        "import_line_mib": (0.25, 1.0),
     },
 }
 
@@ -1213,6 +1219,13 @@ def ratios(results: dict[str, Any]) -> dict[str, Any]:
             1.0,
             "<=",
         ),
+        # Issue 49: memory of `sessions import` per byte of one long session line (the
+        # secret scan kept about 120 before).
+        "sessions_import_bytes_per_input_byte": (
+            results.get("sessions_import_memory", {}).get("bytes_per_input_byte"),
+            sessions_memory.TARGET_BYTES_PER_BYTE,
+            "<=",
+        ),
         # No target: segments/s over the whole multi-node run with a worker node removed
         # mid-run, against the same run with every node up (benchmarks/multinode.py).
         "multinode_removed_vs_clean": (
@@ -1360,6 +1373,10 @@ def run_bench(
             results[key] = step()
         bench.log("bench: manifest skip and driver memory ...")
         results["manifest_skip"], results["driver_memory"] = measure_skip_and_memory(bench)
+    bench.log("bench: sessions import memory per input byte ...")
+    results["sessions_import_memory"] = sessions_memory.measure(
+        work / "sessions-memory", params.import_line_mib
+    )
     # Issue 23: a head and two worker nodes, two endpoints, one node removed mid-run. Last,
     # with simulators of its own; benchmarks/multinode.py (imported here: it imports this).
     from benchmarks.multinode import measure_for_bench

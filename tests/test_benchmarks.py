@@ -234,6 +234,18 @@ def test_skip_and_memory_are_measured_without_calling_the_model(
     assert ratio["value"] == pytest.approx(peaks[2] / peaks[1]) and ratio["target"] == "<= 1.5"
 
 
+def test_sessions_import_memory_is_measured_per_input_byte(results: dict[str, Any]) -> None:
+    """Issue 49 item 12: `sessions import --mask` of one long line, two sizes, in fresh
+    interpreters; the marginal memory per input byte is in the ratios with its target."""
+    measured = results["sessions_import_memory"]
+    assert [run["line_mib"] for run in measured["runs"]] == [0.25, 1.0]
+    for run in measured["runs"]:
+        assert run["exit_code"] == 0, run["stderr_tail"]
+        assert _positive(run["peak_rss_mb"]) and run["file_bytes"] > run["line_mib"] * 2**20
+    ratio = results["ratios"]["sessions_import_bytes_per_input_byte"]
+    assert ratio["value"] == measured["bytes_per_input_byte"] and ratio["target"] == "<= 20.0"
+
+
 def test_every_ratio_has_a_value_a_target_and_a_verdict(results: dict[str, Any]) -> None:
     ratios = results["ratios"]
     assert set(RATIOS) <= set(ratios)

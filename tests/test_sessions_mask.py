@@ -19,7 +19,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from taguru_ray.sessions.convert.jsontext import string_tokens
-from taguru_ray.sessions.convert.layers import decode_with_spans, layers
+from taguru_ray.sessions.convert.layers import SpanMap, layers
 from taguru_ray.sessions.convert.refusal import Refused
 from taguru_ray.sessions.convert.secrets import line_secret, mask, secret_rules
 from taguru_ray.text.redact import parse_rules_file
@@ -120,10 +120,12 @@ def test_a_secret_an_escape_spells_is_read_decoded_at_every_level(levels: int) -
 def test_a_decoded_string_maps_each_character_to_its_own_escape(text: str, ascii: bool) -> None:
     line = json.dumps(text, ensure_ascii=ascii)
     [token] = string_tokens(line)
-    decoded = decode_with_spans(line, token)
+    decoded = SpanMap.of(line, token)
     assert decoded is not None
-    value, starts, ends = decoded
+    value, spans = decoded
     assert value == text
+    pairs = [spans.span(i, i + 1) for i in range(len(value))]
+    starts, ends = [a for a, _ in pairs], [b for _, b in pairs]
     assert starts == [1, *ends[:-1]][: len(starts)] and ends[-1:] in ([], [len(line) - 1])
     for char, start, end in zip(value, starts, ends, strict=True):
         assert json.loads(f'"{line[start:end]}"') == char
@@ -151,3 +153,32 @@ def unwrap(line: str, levels: int) -> str:
     for _ in range(levels - 1):
         text = json.loads(text)["command"][2]
     return text
+
+
+WORDS = st.sampled_from(["the", "Deploy", "Script", "ran", "ok", "\n", "x", "AKIA", "a-b"])
+PLANTED = st.sampled_from([AWS_KEY, "ghp_" + "Ab1" * 13, "password=hunter2x", "api_key: 'k9k9k9'",
+                           "https://u:pw9pw9@host/x"])  # fmt: skip
+
+
+@given(st.lists(st.one_of(WORDS, PLANTED), max_size=60), st.integers(8, 40))
+def test_a_long_reading_is_read_in_windows_with_the_same_matches(
+    parts: list[str], window: int
+) -> None:
+    """Issue 49 item 12: a reading longer than a window is scanned a window at a time
+    (bounded memory per line); every secret no longer than the overlap is found and
+    placed exactly as one read of the whole finds and places it."""
+    from taguru_ray.sessions.convert import secrets as module
+    from taguru_ray.sessions.convert.layers import Layer
+
+    text = " ".join(parts)
+    whole = module._layer_spans(Layer(text), RULES, "0" * 64)
+    saved = (module.WINDOW, module.OVERLAP, module.LEAD)
+    module.WINDOW, module.OVERLAP, module.LEAD = window, 48, 24
+    try:
+        windowed = module._layer_spans(Layer(text), RULES, "0" * 64)
+        tripped = module._tripped(text, RULES)
+    finally:
+        module.WINDOW, module.OVERLAP, module.LEAD = saved
+    assert whole is not None and windowed is not None
+    assert [(s.start, s.end, s.rule) for s in windowed] == [(s.start, s.end, s.rule) for s in whole]
+    assert set(tripped) >= {s.rule for s in whole}

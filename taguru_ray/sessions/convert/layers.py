@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
+from bisect import bisect_right
 from collections import deque
 from functools import cached_property
 
@@ -31,8 +33,8 @@ class Layer:
     """One reading: its text, how many strings deep it is, and the way back to the line.
 
     A decoded layer is the value of ``token`` in its ``parent``'s text. Its text is read
-    with the JSON reader; the per-character spans only when a match needs placing, since
-    nearly every line holds none.
+    with the JSON reader; the way back to the parent (`SpanMap`) only when a match needs
+    placing, since nearly every line holds none.
     """
 
     def __init__(
@@ -48,23 +50,86 @@ class Layer:
         """The span of the line that ``text[start:end]`` (non-empty) was decoded from."""
         layer: Layer = self
         while layer.parent is not None:
-            starts, ends = layer._spans
-            start, end = starts[start], ends[end - 1]
+            start, end = layer._map.span(start, end)
             layer = layer.parent
         return start, end
 
     @cached_property
-    def _spans(self) -> tuple[list[int], list[int]]:
-        """Per character, where it starts and ends in the parent's text. Should the two
-        readers ever disagree, every character maps to the whole string: a mask then
-        covers all of it, never a wrong part."""
-        if self.parent is None or self.token is None:
-            return list(range(len(self.text))), list(range(1, len(self.text) + 1))
-        decoded = decode_with_spans(self.parent.text, self.token)
-        if decoded is None or decoded[0] != self.text:
-            first, last = self.token.content
-            return [first] * len(self.text), [last] * len(self.text)
-        return decoded[1], decoded[2]
+    def _map(self) -> SpanMap:
+        """Where each character came from in the parent's text. Should the two readers
+        ever disagree, every character maps to the whole string: a mask then covers all
+        of it, never a wrong part."""
+        assert self.parent is not None and self.token is not None
+        found = SpanMap.of(self.parent.text, self.token)
+        if found is None or found[0] != self.text:
+            return SpanMap.whole(*self.token.content)
+        return found[1]
+
+
+class SpanMap:
+    """A decoded string's characters mapped back to its token's raw text, kept sparse: one
+    entry per escape sequence (each decodes to one character), the plain runs between them
+    one to one. A 10 MB tool output held per-character lists of about 100 bytes a
+    character; this holds the escapes' positions, a few bytes a character (issue 49)."""
+
+    def __init__(self, first: int, escapes: list[tuple[int, int, int]]) -> None:
+        self._first = first  # where the content starts in the raw text
+        self._decoded = array("q", (d for d, _, _ in escapes))  # each escape's decoded index
+        self._starts = array("q", (a for _, a, _ in escapes))
+        self._ends = array("q", (b for _, _, b in escapes))
+        self._whole: tuple[int, int] | None = None
+
+    @classmethod
+    def whole(cls, first: int, last: int) -> SpanMap:
+        found = cls(first, [])
+        found._whole = (first, last)
+        return found
+
+    @classmethod
+    def of(cls, text: str, token: StringToken) -> tuple[str, SpanMap] | None:
+        """The token's value and its map; None when an escape is not JSON's."""
+        first, last = token.content
+        pieces: list[str] = []
+        escapes: list[tuple[int, int, int]] = []
+        plain, decoded = first, 0  # where the current plain run starts; characters so far
+        for start, end in token.escapes(text):
+            value = _escape_value(text[start:end])
+            if value is None:
+                return None
+            pieces += [text[plain:start], value]
+            decoded += start - plain
+            escapes.append((decoded, start, end))
+            decoded += 1
+            plain = end
+        pieces.append(text[plain:last])
+        return "".join(pieces), cls(first, escapes)
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """The raw span of decoded ``[start, end)`` (non-empty)."""
+        if self._whole is not None:
+            return self._whole
+        return self._raw(start)[0], self._raw(end - 1)[1]
+
+    def _raw(self, index: int) -> tuple[int, int]:
+        at = bisect_right(self._decoded, index) - 1
+        if at >= 0 and self._decoded[at] == index:
+            return self._starts[at], self._ends[at]
+        base, counted = (self._ends[at], self._decoded[at] + 1) if at >= 0 else (self._first, 0)
+        raw = base + index - counted
+        return raw, raw + 1
+
+
+def _escape_value(piece: str) -> str | None:
+    """One escape sequence's character (a surrogate pair is one; a lone surrogate reads as
+    U+FFFD, so every layer encodes); None when it is not JSON's."""
+    if piece[1] == "u" and len(piece) >= 6:
+        value: str = json.loads(f'"{piece}"')
+        if len(value) == 1 and 0xD800 <= ord(value) <= 0xDFFF:
+            value = "\ufffd"
+        return value
+    if piece[1] in _SIMPLE and len(piece) == 2:
+        return _SIMPLE[piece[1]]
+    return None
 
 
 def layers(line: str) -> list[Layer]:
@@ -91,41 +156,3 @@ def _child(layer: Layer, token: StringToken) -> Layer | None:
     except ValueError:
         return None
     return Layer(_LONE_SURROGATE.sub("\ufffd", text), layer.depth + 1, layer, token)
-
-
-def decode_with_spans(text: str, token: StringToken) -> tuple[str, list[int], list[int]] | None:
-    """A string token's value and, per character, its span in ``text``; None when an
-    escape is not JSON's. A lone surrogate reads as U+FFFD, so every layer encodes."""
-    chars: list[str] = []
-    starts: list[int] = []
-    ends: list[int] = []
-    for first, last in _pieces(text, token):
-        piece = text[first:last]
-        if piece[0] != "\\":
-            value = piece
-        elif piece[1] == "u" and len(piece) >= 6:
-            value = json.loads(f'"{piece}"')
-            if len(value) == 1 and 0xD800 <= ord(value) <= 0xDFFF:
-                value = "\ufffd"
-        elif piece[1] in _SIMPLE and len(piece) == 2:
-            value = _SIMPLE[piece[1]]
-        else:
-            return None
-        chars.append(value)
-        starts.append(first)
-        ends.append(last)
-    return "".join(chars), starts, ends
-
-
-def _pieces(text: str, token: StringToken) -> list[tuple[int, int]]:
-    """The token's content cut into single characters and whole escape sequences."""
-    first, last = token.content
-    escapes = token.escapes(text)
-    pieces: list[tuple[int, int]] = []
-    at = first
-    for start, end in escapes:
-        pieces += [(index, index + 1) for index in range(at, start)]
-        pieces.append((start, end))
-        at = end
-    pieces += [(index, index + 1) for index in range(at, last)]
-    return pieces

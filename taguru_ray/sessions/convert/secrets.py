@@ -124,7 +124,7 @@ def refusal(hit: Hit) -> Refused:
 def line_secret(line: str, rules: Sequence[Rule]) -> str | None:
     """The first rule the line trips, in the first reading of it that trips one."""
     for layer in layers(line):
-        names = scan_answer_text(layer.text, rules)
+        names = _tripped(layer.text, rules)
         if not names:
             continue
         spans = _layer_spans(layer, rules, _SCAN_SALT)
@@ -169,7 +169,7 @@ def _mask_line(
     found: list[_Found] = []
     tripped = False
     for layer in layers(line):
-        if not scan_answer_text(layer.text, rules):
+        if not _tripped(layer.text, rules):
             continue
         tripped = True
         spans = _layer_spans(layer, rules, salt, key)
@@ -183,14 +183,67 @@ def _mask_line(
     return _replaced(line, secrets), [secret.rule for secret in secrets], tripped
 
 
+# A rule's regex keeps state for every character it matches: about 300 bytes a character
+# of a credential's value, so `password=` before 10 MB of one token took 3 GB. A reading
+# longer than a window is read a window at a time (issue 49): each window with `LEAD`
+# characters before it (a word boundary, a credential's name) and `OVERLAP` after (a
+# secret starting in the window is seen whole if it is no longer). A match is the window's
+# it starts in; one reaching its window's far end may be longer than was read, so it
+# cannot be placed (a mask refuses the session; a scan reports the rule all the same).
+WINDOW = 256 * 1024
+OVERLAP = 16 * 1024
+LEAD = 1024
+_WHITE = re.compile(r"\s")
+
+
+def _windows(size: int, text: str) -> list[tuple[int, int, int, int]]:
+    """(read from, own from, own to, read to) of each window of a `size`-character text;
+    a window's lead starts after a white space where there is one, so no word is cut."""
+    windows = []
+    for own in range(0, size, WINDOW):
+        lead = max(own - LEAD, 0)
+        if lead:  # cut after the first white space of the lead, so no word is cut
+            space = _WHITE.search(text, lead, own)
+            lead = space.end() if space is not None else lead
+        windows.append((lead, own, min(own + WINDOW, size), min(own + WINDOW + OVERLAP, size)))
+    return windows
+
+
+def _tripped(text: str, rules: Sequence[Rule]) -> list[str]:
+    """The rules `text` trips, a window at a time when it is long."""
+    if len(text) <= WINDOW + OVERLAP:
+        return scan_answer_text(text, rules)
+    names: dict[str, None] = {}
+    for lead, _, _, end in _windows(len(text), text):
+        names.update(dict.fromkeys(scan_answer_text(text[lead:end], rules)))
+    return list(names)
+
+
 def _layer_spans(
     layer: Layer, rules: Sequence[Rule], salt: str, key: bytes = b""
 ) -> list[_Span] | None:
     """A reading's matches that are more than the encoding's escapes, or None if their
-    places cannot be told."""
-    redacted, redactions = redact(layer.text, salt, rules, key)
-    spans = _spans(layer.text, redacted, redactions)
-    return None if spans is None else _real(layer.text, spans)
+    places cannot be told (a window at a time when the reading is long)."""
+    text = layer.text
+    if len(text) <= WINDOW + OVERLAP:
+        redacted, redactions = redact(text, salt, rules, key)
+        spans = _spans(text, redacted, redactions)
+        return None if spans is None else _real(text, spans)
+    spans = []
+    for lead, own, own_end, end in _windows(len(text), text):
+        piece = text[lead:end]
+        redacted, redactions = redact(piece, salt, rules, key)
+        found = _spans(piece, redacted, redactions)
+        if found is None:
+            return None
+        for span in found:
+            start, stop = span.start + lead, span.end + lead
+            if not own <= start < own_end:
+                continue  # another window's
+            if stop >= end and end < len(text):
+                return None  # it may run past what was read
+            spans.append(replace(span, start=start, end=stop))
+    return _real(text, spans)
 
 
 def _clipped(layer: Layer, span: _Span) -> list[tuple[int, int]]:
