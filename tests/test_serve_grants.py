@@ -98,9 +98,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 
 def _stream(contexts: list[str]) -> bytes:
     lines: list[dict[str, Any]] = []
-    for name in contexts:
+    for index, name in enumerate(contexts):  # a source of its own each: a valid stream
         lines += [
-            {"taguru_batch": 1, "context": name, "source": "g.md", "create": {}},
+            {"taguru_batch": 1, "context": name, "source": f"g{index}.md", "create": {}},
             {"passage": "青嶺酒造は雲居県霧沢町の蔵元である。"},
         ]
     return "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines).encode()
