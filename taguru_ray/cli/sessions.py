@@ -74,7 +74,10 @@ def shown_path(path: str, rules: Sequence[Rule] | None = None) -> str:
     """A path as every line of these verbs prints it: each secret in it masked (the one
     masker, `text/masking.py`; the import's own rules when given) and control characters
     escaped. A folder named after a working directory can hold a token."""
-    return printable(masked(path, rules))
+    try:
+        return printable(masked(path, rules))
+    except UnicodeEncodeError:  # a secret next to a byte that is not UTF-8: that byte as ?
+        return printable(masked(path.encode("utf-8", "replace").decode("utf-8"), rules))
 
 USAGE = """\
 usage: taguru-ray sessions <import|list|search|show|recall|replay|expand|brief|extract> \
