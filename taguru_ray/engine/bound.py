@@ -9,6 +9,10 @@ benchmark's saturation block does, so start-up and drain stay out — and `judge
 names the one thing that held the in-flight level, in a fixed order:
 
 1. **budget** — a budget stopped the run;
+   **engine** — the run's own replicas (`--engine`, ADR 0080) held it: requests
+   waited with none up, or some were down or starting for a share of the span
+   while the run was held on the server's side (what would be **endpoint** or
+   **limit** below);
 2. **endpoint** — it answered 429/503 or timed out for a share of the requests
    (those before the steady state included: they set where `auto` held it), or
    its Retry-After pauses held requests back;
@@ -36,7 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-BOUNDS = ("budget", "endpoint", "rate", "client", "window", "limit", "corpus")
+BOUNDS = ("budget", "engine", "endpoint", "rate", "client", "window", "limit", "corpus")
 # Bounds on the client's side: taguru-ray's CPU, window, in-flight limit or the corpus held
 # the run, so its throughput measures the client, not the endpoint or its GPU.
 CLIENT_BOUNDS = frozenset({"client", "window", "limit", "corpus"})
@@ -64,6 +68,9 @@ class Sample:
     waited_limit_s: float = 0.0  # requests queued for a permit with the limit reached
     waited_pause_s: float = 0.0  # ... with an endpoint paused or rested
     waited_rate_s: float = 0.0  # ... held by --rpm/--tpm or a provider's quota
+    waited_engine_s: float = 0.0  # ... with no replica of the run's engine up
+    short_s: float = 0.0  # replicas of the engine asked for and not up (replica-seconds)
+    replicas: int = 0  # the engine's replicas asked for (0: no --engine)
     window_s: float = 0.0  # the dispatch loop waiting on the segment window
     cpu_s: float | None = None  # CPU of the run's own processes (None: not read)
     cores: int = 0  # the cores of the nodes they run on
@@ -90,6 +97,8 @@ class Observed:
     host_busy: float | None  # share of the host's cores
     latency_growth: float | None  # the span's median latency over the run's lowest
     corpus_out: bool  # every segment was handed out before the span began
+    engine_wait: float = 0.0  # share of the span requests waited with no replica up
+    short: float = 0.0  # share of the replicas' time they were down or starting
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +161,10 @@ def observe(samples: list[Sample], *, steady_state: bool = True) -> Observed | N
         pause_wait=(high.waited_pause_s - low.waited_pause_s) / seconds,
         rate_wait=(high.waited_rate_s - low.waited_rate_s) / seconds,
         window_wait=(high.window_s - low.window_s) / seconds,
+        engine_wait=(high.waited_engine_s - low.waited_engine_s) / seconds,
+        short=(
+            (high.short_s - low.short_s) / (seconds * high.replicas) if high.replicas else 0.0
+        ),
         own_cpu=_share(low.cpu_s, high.cpu_s, high.cores, seconds),
         host_busy=_share(low.host_busy_s, high.host_busy_s, high.host_cores, seconds),
         latency_growth=growth,
@@ -175,6 +188,18 @@ def judge(seen: Observed, caps: Caps, *, budget_stopped: bool = False) -> Bound:
     """The one thing that held the run's in-flight level (the module's order)."""
     if budget_stopped:
         return Bound("budget", "a budget stopped the run")
+    if seen.engine_wait >= WAITED:
+        held = _pct(seen.engine_wait)
+        return Bound("engine", f"no replica was up, and requests waited, {held} of the time")
+    found = _judged(seen, caps)
+    if seen.short >= WAITED and found.word in ("endpoint", "limit"):
+        why = f"replicas were down or starting {_pct(seen.short)} of the time; then {found.line()}"
+        return Bound("engine", why)
+    return found
+
+
+def _judged(seen: Observed, caps: Caps) -> Bound:
+    """`judge` past the budget and the engine."""
     if seen.throttled >= THROTTLED:
         return Bound(
             "endpoint", f"{_pct(seen.throttled)} of requests answered 429/503 or timed out"

@@ -108,9 +108,20 @@ class SegmentWorker:
     def _chat(self) -> ChatClient:
         # Created on first use, inside the actor's event loop that will drive it.
         if self._client is None:
-            self._client = ChatClient.of(open_session(), self._settings.transport, self._admission)
+            self._client = ChatClient.of(
+                open_session(), self._settings.transport, self._admission, self._learn
+            )
             self._client.on_retry = self._events.transport_retry
         return self._client
+
+    async def _learn(self) -> list[str]:
+        """Every endpoint's URL, from the gateway: the run's own replicas come and go."""
+        return list(await self._gateway.urls.remote())
+
+    async def abandon_endpoint(self, endpoint: int) -> int:
+        """Endpoint `endpoint`'s replica is lost: this worker's requests on the wire to it
+        are asked again elsewhere now (`ChatClient.abandon`). How many there were."""
+        return self._chat().abandon(endpoint)
 
     async def pid(self) -> int:
         return os.getpid()
@@ -212,7 +223,7 @@ class SegmentWorker:
 
         live = (
             queued_at(self._chat().complete, job.index)
-            if self._settings.transport.endpoints
+            if self._settings.transport.endpoints or self._settings.serving.engine
             else None
         )
         model = Model(

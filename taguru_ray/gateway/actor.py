@@ -52,11 +52,13 @@ class Gateway:
         budget: Budget | None = None,
         blame: Blame | None = None,
         ceiling: int = CEILING,
+        replicas: int = 0,
     ) -> None:
         """`run_id` and `model` label its metrics; `tariff`, when it knows a price, counts
         `taguru_ray_cost_usd`; `budget` stops the run before a request would cross it
         (`pool`); `blame`, when given, turns on fail-fast (`_judge`); `ceiling` is the
-        most `auto` climbs to (ADR 0047)."""
+        most `auto` climbs to (ADR 0047); `replicas`, the engine's replicas asked for
+        (`urls` are theirs, and `add_endpoint` and `retire_endpoint` follow them)."""
         self._pool = PermitPool(
             urls,
             limit,
@@ -65,8 +67,9 @@ class Gateway:
             budget=budget or Budget(),
             tariff=tariff or Tariff(),
             ceiling=ceiling,
+            replicas=replicas,
         )
-        self._urls = urls
+        self._urls = list(urls)
         self._blame = blame
         self._streak = FatalStreak(len(urls))
         self._tripped = asyncio.Event()
@@ -201,6 +204,20 @@ class Gateway:
         """Several idle permits of one worker at once; `idle` as `give_back`'s."""
         await self._pool.give_back_many(leases, idle)
 
+    async def add_endpoint(self, url: str) -> int:
+        """A replica of the run's engine is up at `url`: its endpoint index."""
+        self._urls.append(url)
+        self._streak.grow(len(self._urls))
+        return self._pool.add(url)
+
+    async def retire_endpoint(self, index: int) -> None:
+        """Endpoint `index`'s replica is lost: nothing is granted on it again."""
+        self._pool.retire(index)
+
+    async def urls(self) -> list[str]:
+        """Every endpoint's URL by index (a worker learns a new one's route here)."""
+        return self._pool.addresses()
+
     async def register(self, index: int, incarnation: str) -> None:
         self._pool.register(index, incarnation)
         await self._pool.wake()
@@ -235,6 +252,7 @@ class Gateway:
         return {
             **self._pool.pace.take(self._pool.clock()),
             "limit": self._pool.current_limit,
+            "replicas": self._pool.replicas,
             "cpu": own_cpu(),
         }
 

@@ -37,6 +37,11 @@ class FatalStreak:
     def __post_init__(self) -> None:
         self._runs = [(0, 0)] * self.endpoints
 
+    def grow(self, endpoints: int) -> None:
+        """Endpoints were added (a replica of the engine started): they are counted too."""
+        self._runs += [(0, 0)] * max(endpoints - self.endpoints, 0)
+        self.endpoints = max(self.endpoints, endpoints)
+
     def observe(self, endpoint: int, outcome: str) -> int | None:
         """Take one request's outcome at `endpoint`; the status that trips the run, the
         first time a streak reaches STREAK, else None."""

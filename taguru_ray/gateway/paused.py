@@ -19,6 +19,7 @@ RETRY_AFTER = "429"  # a 429 said how long (Retry-After / retry-after-ms)
 WINDOW = "window"  # the provider's x-ratelimit-* window is spent until its reset
 REST = "rest"  # it kept failing and is left alone a while
 RATE = "rate"  # --rpm/--tpm: the run's own sliding minute is full
+ENGINE = "engine"  # no replica of the run's own engine is up (--engine): one is starting
 
 _WHY = {
     RETRY_AFTER: "a 429 (Retry-After {length})",
@@ -76,7 +77,11 @@ def paused(holds: Sequence[Hold], now: float, rate: Hold | None = None) -> Pause
 
 def words(record: dict[str, Any] | None) -> str | None:
     """The progress line's part for a `Paused.record()`, or None when none is given:
-    ``paused by a 429 (Retry-After 12s), resumes in 8s``."""
+    ``paused by a 429 (Retry-After 12s), resumes in 8s``; ``waiting 40s for a replica
+    of the engine`` while none is up."""
+    if isinstance(record, dict) and record.get("why") == ENGINE:
+        waited = _seconds(float(record.get("length_s", 0.0)))
+        return f"waiting {waited} for a replica of the engine (none is up)"
     if not isinstance(record, dict) or record.get("why") not in _WHY:
         return None
     why = _WHY[record["why"]].format(length=_seconds(float(record.get("length_s", 0.0))))

@@ -12,6 +12,10 @@ outcome. The pool enforces, across every worker:
   its windows; an endpoint is paused until its window resets once what is left
   is spoken for, before a 429 says so (ADR 0039);
 - least-in-flight balancing over the healthy endpoints (`--endpoint`, repeatable);
+- endpoints that come and go: the run's own replicas (`--engine`) are added as they
+  start and retired when lost — a retired one is never granted again, and what its
+  requests met counts against nothing (the replica died, not the endpoint); while
+  none is up, requests wait for one ("engine");
 - the run's budget (`--budget-tokens`, `--budget-usd`): a request that would take
   what is spent, plus what is on the wire, past it is not granted and the run
   stops there, resumable (ADR 0040).
@@ -37,7 +41,7 @@ from typing import Any
 from taguru_ray.gateway.allowance import Allowance
 from taguru_ray.gateway.limits import CEILING, AdaptiveLimit
 from taguru_ray.gateway.pace import Pace
-from taguru_ray.gateway.paused import RATE, REST, RETRY_AFTER, WINDOW, Hold, paused
+from taguru_ray.gateway.paused import ENGINE, RATE, REST, RETRY_AFTER, WINDOW, Hold, Paused, paused
 from taguru_ray.gateway.wire import Waiter
 from taguru_ray.llm.client import Usage
 from taguru_ray.llm.retry import BACKOFF_CEILING_SECONDS
@@ -68,6 +72,7 @@ class Endpoint:
     issued: int = 0  # requests granted to it, ever: which ones a quota report has not seen
     quota: Allowance | None = None  # its headers' word, while its window lasts
     quota_holds: float = 0.0  # its quota, spent, holds requests back until then
+    retired: bool = False  # a replica that was lost: never granted again
 
     def ready(self, now: float) -> bool:
         return now >= self.paused_until and now >= self.rested_until
@@ -109,6 +114,7 @@ class PermitPool:
     tariff: Tariff = field(default_factory=Tariff)
     ceiling: int = CEILING  # the most `auto` may climb to: the run's in-flight ceiling
     halted: str | None = None  # why the pool stopped the run itself (the budget)
+    replicas: int = 0  # the engine's replicas asked for (0: endpoints of the user's)
     endpoints: list[Endpoint] = field(init=False)
     adaptive: AdaptiveLimit | None = field(init=False)
     pace: Pace = field(init=False)  # on the wire and waiting, over time (ADR 0048)
@@ -134,11 +140,13 @@ class PermitPool:
     _reserved: int = 0  # estimated tokens of the requests on the wire
     _began: float | None = None  # the first grant: a GPU-hour price counts from there
     _rate_hold: Hold | None = None  # --rpm/--tpm held the queue's head until then
+    _short_since: float | None = None  # no replica up since then (the engine's)
 
     def __post_init__(self) -> None:
         self.endpoints = [Endpoint(url) for url in self.urls]
         self.adaptive = AdaptiveLimit(ceiling=self.ceiling) if self.limit is None else None
         self.pace = Pace(self.clock())
+        self._shortage()
 
     @property
     def current_limit(self) -> int:
@@ -206,13 +214,16 @@ class PermitPool:
             self._slide(now)
             index = self._pick(now, head.tokens)
             wait = self._wait_for(now, head.tokens)
+            if index is None and not self._live():
+                return ENGINE  # no replica is up: `add` dispatches when one is
             if index is None or wait > 0:
                 held = "rate" if wait > 0 else "pause"
                 if wait > 0:
                     self._hold_rate(now, wait)
                 if index is None:  # every endpoint paused or rested
-                    wait = max(wait, min(e.opens_at() for e in self.endpoints) - now)
-                    if all(e.quota_holds >= e.opens_at() for e in self.endpoints):
+                    live = self._live()
+                    wait = max(wait, min(e.opens_at() for e in live) - now)
+                    if all(e.quota_holds >= e.opens_at() for e in live):
                         held = "rate"  # a provider's quota, not a 429, paused them
                 self._arm(max(wait, 0.001))
                 return held
@@ -264,7 +275,9 @@ class PermitPool:
     def _pick(self, now: float, tokens: int = 0) -> int | None:
         if self.in_flight >= self.current_limit:
             return None
-        ready = [i for i, e in enumerate(self.endpoints) if self._open(e, now, tokens)]
+        ready = [
+            i for i, e in enumerate(self.endpoints) if not e.retired and self._open(e, now, tokens)
+        ]
         if not ready:
             return None
         return min(ready, key=lambda i: (self.endpoints[i].in_flight, i))
@@ -390,7 +403,7 @@ class PermitPool:
         now = self.clock()
         if self.stopped or self.rpm or self.tpm or self.budget.set:
             return 0
-        if any(not endpoint.ready(now) for endpoint in self.endpoints):
+        if any(not endpoint.ready(now) for endpoint in self._live()):
             return 0
         limit = self.current_limit
         # Near a quota's end every request is counted here: kept permits go unseen
@@ -398,7 +411,7 @@ class PermitPool:
         low = QUOTA_LOW_WATER * limit
         if any(
             e.quota is not None and e.quota.low(low, low * self._request_tokens)
-            for e in self.endpoints
+            for e in self._live()
         ):
             return 0
         held = self._held.get(worker, 0)
@@ -442,6 +455,8 @@ class PermitPool:
         self.pace.finished(usage.latency_seconds, usage.outcome)
         self.input_tokens += usage.input_tokens
         self.output_tokens += usage.output_tokens
+        if endpoint.retired:
+            return  # its replica was lost: what its last requests met says nothing of it
         if usage.outcome == "ok" and usage.input_tokens + usage.output_tokens:
             spent = usage.input_tokens + usage.output_tokens
             self._request_tokens += (spent - self._request_tokens) * 0.1
@@ -453,7 +468,7 @@ class PermitPool:
             endpoint.completions += 1
         elif usage.outcome != "http_429" and not usage.outcome.startswith("http_4"):
             endpoint.failures += 1
-            if endpoint.failures >= FAILURES_BEFORE_REST and len(self.endpoints) > 1:
+            if endpoint.failures >= FAILURES_BEFORE_REST and len(self._live()) > 1:
                 rest = min(FIRST_REST_SECONDS * 2**endpoint.rests, LONGEST_REST_SECONDS)
                 endpoint.rested_until, endpoint.rested_since = now + rest, now
                 endpoint.rests += 1
@@ -462,6 +477,42 @@ class PermitPool:
             # Reports arrive in batches: never feed the controller time running backwards.
             self._observed = max(self._observed, now)
             self.adaptive.observe(usage.latency_seconds, usage.outcome, in_flight, self._observed)
+
+    def add(self, url: str) -> int:
+        """A new endpoint (a replica that just started): its index, for good — indices are
+        never reused, so a lease or a worker's route always means one server."""
+        self.endpoints.append(Endpoint(url))
+        self._shortage()
+        self._dispatch()
+        return len(self.endpoints) - 1
+
+    def retire(self, index: int) -> None:
+        """Endpoint `index`'s replica is lost: no grant reaches it again. Its requests on the
+        wire end as they end (their workers abandon them and ask again elsewhere); their
+        permits come back with their outcomes."""
+        if 0 <= index < len(self.endpoints) and not self.endpoints[index].retired:
+            self.endpoints[index].retired = True
+            self._shortage()
+            self._dispatch()
+
+    def _live(self) -> list[Endpoint]:
+        return [endpoint for endpoint in self.endpoints if not endpoint.retired]
+
+    def _missing(self) -> int:
+        """Replicas asked for that are not up now (0 for the user's own endpoints)."""
+        return max(self.replicas - len(self._live()), 0) if self.replicas else 0
+
+    def _shortage(self) -> None:
+        now = self.clock()
+        self.pace.short(now, self._missing())
+        if self._live():
+            self._short_since = None
+        elif self._short_since is None:
+            self._short_since = now
+
+    def addresses(self) -> list[str]:
+        """Every endpoint's URL by index, the retired included (a worker's route table)."""
+        return [endpoint.url for endpoint in self.endpoints]
 
     def register(self, index: int, incarnation: str) -> None:
         """A worker (re)started: leases of its previous incarnation died with it."""
@@ -531,9 +582,10 @@ class PermitPool:
         its provider's window or its rest, or --rpm/--tpm while requests wait on them."""
         now = self.clock()
         waiting = any(not waiter.future.done() for waiter in self._queue)
-        found = paused(
-            [e.hold() for e in self.endpoints], now, self._rate_hold if waiting else None
-        )
+        if self._short_since is not None and waiting:  # no replica up: nothing else matters
+            down = Paused(ENGINE, now - self._short_since, 0.0, self.replicas, self.replicas)
+            return down.record()
+        found = paused([e.hold() for e in self._live()], now, self._rate_hold if waiting else None)
         return None if found is None else found.record()
 
     def stats(self) -> dict[str, Any]:
@@ -556,6 +608,7 @@ class PermitPool:
                     "completions": e.completions,
                     "paused": e.paused_until > self.clock(),
                     "rested": e.rested_until > self.clock(),
+                    "retired": e.retired,
                 }
                 for e in self.endpoints
             ],

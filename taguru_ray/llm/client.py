@@ -33,6 +33,8 @@ from taguru_ray.llm.route import Route, endpoint_url
 from taguru_ray.llm.scrub import Scrubber
 
 Seq = int | Awaitable[int]  # an attempt_seq, or one on its way
+ABANDONED = "taguru-ray: the endpoint's replica is lost"  # `abandon`'s cancel message
+LOST = "the replica behind this endpoint was lost"
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,13 @@ class ChatClient:
     On aiohttp rather than httpx (ADR 0015): the client's own CPU per request is
     what bounds a worker on a small machine, and aiohttp spends about a third of
     httpx's (0.17 vs 0.58 ms per request at 32 in flight, measured here).
+
+    Endpoints may be added while it runs — the run's own replicas, `--engine` —
+    each under a new index for good: a grant naming an index it has no route for
+    has it `learn` the URLs of all of them. `abandon` ends the requests on the
+    wire to an endpoint whose replica is lost, as a broken connection would, so
+    the transport policy asks them again elsewhere at once (a lost node's socket
+    would otherwise hang until the timeout, which the ladder answers with a split).
     """
 
     def __init__(
@@ -128,20 +137,18 @@ class ChatClient:
         admission: Admission | None = None,
         clock: Callable[[], float] = time.monotonic,
         key_header: str = "auto",
+        learn: Callable[[], Awaitable[list[str]]] | None = None,
     ) -> None:
         self._http = http
-        self._routes = [
-            Route.from_environment(endpoint_url(u), api_key=bool(api_key))
-            for u in ([url] if isinstance(url, str) else url)
-        ]
+        self._api_key = api_key
+        self._key_header = key_header
+        self._routes: list[Route] = []
+        self._headers: list[dict[str, str]] = []
+        self._extend([url] if isinstance(url, str) else list(url))
         self._model = model
-        self._headers = [{"Content-Type": "application/json"} for _ in self._routes]
-        for route, headers in zip(self._routes, self._headers, strict=True):
-            style = route.key_header if key_header == "auto" else key_header
-            if api_key and style == "api-key":
-                headers["api-key"] = api_key
-            elif api_key:
-                headers["Authorization"] = f"Bearer {api_key}"
+        self._learn = learn
+        self._wire: dict[int, set[asyncio.Task[Any]]] = {}  # requests on the wire, by endpoint
+        self._abandoned: set[int] = set()
         self._scrub = Scrubber.of(api_key)  # what an endpoint echoes never carries it on
         self._timeout = timeout_secs or None
         self._admission = admission or Unlimited()
@@ -150,11 +157,30 @@ class ChatClient:
         # a worker counts them for Prometheus.
         self.on_retry: Callable[[str], None] | None = None
 
+    def _extend(self, urls: list[str]) -> None:
+        """Routes and headers for `urls`, the next endpoint indices."""
+        api_key = self._api_key
+        for url in urls:
+            route = Route.from_environment(endpoint_url(url), api_key=bool(api_key))
+            headers = {"Content-Type": "application/json"}
+            style = route.key_header if self._key_header == "auto" else self._key_header
+            if api_key and style == "api-key":
+                headers["api-key"] = api_key
+            elif api_key:
+                headers["Authorization"] = f"Bearer {api_key}"
+            self._routes.append(route)
+            self._headers.append(headers)
+
     @classmethod
     def of(
-        cls, http: aiohttp.ClientSession, transport: Transport, admission: Admission | None = None
+        cls,
+        http: aiohttp.ClientSession,
+        transport: Transport,
+        admission: Admission | None = None,
+        learn: Callable[[], Awaitable[list[str]]] | None = None,
     ) -> ChatClient:
-        """The client a run's `Transport` settings describe."""
+        """The client a run's `Transport` settings describe; `learn` answers the URLs of
+        endpoints added since (the run's own replicas)."""
         return cls(
             http,
             list(transport.endpoints),
@@ -163,7 +189,25 @@ class ChatClient:
             timeout_secs=transport.timeout_secs,
             admission=admission,
             key_header=transport.api_key_header,
+            learn=learn,
         )
+
+    async def _route(self, endpoint: int) -> tuple[Route, dict[str, str]]:
+        if endpoint >= len(self._routes) and self._learn is not None:
+            urls = await self._learn()
+            if len(urls) > len(self._routes):
+                self._extend(urls[len(self._routes) :])
+        return self._routes[endpoint], self._headers[endpoint]
+
+    def abandon(self, endpoint: int) -> int:
+        """Endpoint `endpoint`'s replica is lost: its requests on the wire end now as a
+        broken connection (retried elsewhere), and so does any sent to it later. How
+        many were on the wire."""
+        self._abandoned.add(endpoint)
+        tasks = self._wire.pop(endpoint, set())
+        for task in tasks:
+            task.cancel(ABANDONED)
+        return len(tasks)
 
     async def complete(self, request: CompletionRequest) -> Completion:
         body = chat_body(self._model, request)
@@ -205,16 +249,21 @@ class ChatClient:
         lease, endpoint, seq = await self._admission.acquire(tokens, not numbered, request.priority)
         if seq is not None:
             numbered.append(seq)
-        route = self._routes[endpoint]
         began = self._clock()
         usage = Usage("transport", 0.0)
+        task = asyncio.current_task()
         try:
+            route, headers = await self._route(endpoint)
+            if endpoint in self._abandoned:
+                raise aiohttp.ClientConnectionError(LOST)
+            if task is not None:
+                self._wire.setdefault(endpoint, set()).add(task)
             async with (
                 asyncio.timeout(self._timeout),
                 self._http.post(
                     route.url,
                     data=data,
-                    headers=self._headers[endpoint],
+                    headers=headers,
                     proxy=route.proxy,
                     proxy_auth=route.proxy_auth,
                     auth=route.auth,
@@ -257,7 +306,15 @@ class ChatClient:
         except TimeoutError:
             usage = Usage("timeout", self._clock() - began)
             raise CompletionTimeout() from None
+        except asyncio.CancelledError as cancel:
+            if ABANDONED not in cancel.args or task is None:
+                raise
+            task.uncancel()  # ours, not the caller's: the try fails as a broken connection
+            usage = Usage("transport", self._clock() - began)
+            raise aiohttp.ClientConnectionError(LOST) from None
         finally:
+            if task is not None:
+                self._wire.get(endpoint, set()).discard(task)
             await self._admission.release(lease, usage)
             if numbered and not isinstance(numbered[0], int):
                 numbered[0] = await numbered[0]  # numbered while the request was out

@@ -76,13 +76,15 @@ def resolve_settings(
             "TAGURU_EXTRACT_MODEL is not set — export the model name your endpoint serves "
             "(it is a compute input the manifest records)"
         )
+    _check_engine(chosen)
     if not chosen["endpoints"] and chosen["url"]:
         chosen["endpoints"] = (chosen["url"],)
     _check_replay(chosen)
     _check_steering(chosen)
     if chosen["diagnostics_out"]:
         check_persists("--diagnostics-out", chosen["diagnostics_out"])
-    if not chosen["endpoints"] and not chosen["dry_run"] and chosen["replay"] != "strict":
+    needs_endpoint = chosen["engine"] is None and not chosen["dry_run"]
+    if not chosen["endpoints"] and needs_endpoint and chosen["replay"] != "strict":
         raise UsageError(
             "TAGURU_EXTRACT_URL is not set — export your OpenAI-compatible endpoint, e.g. "
             "TAGURU_EXTRACT_URL=http://127.0.0.1:8000/v1/chat/completions"
@@ -92,6 +94,60 @@ def resolve_settings(
         storage_env=storage_environment(environ),
         notes=unknown_variables(environ),
     )
+
+
+ENGINE_SETTINGS = {
+    "engine_replicas": "--engine-replicas",
+    "engine_gpus": "--engine-gpus",
+    "engine_accelerator": "--engine-accelerator",
+    "engine_args": "--engine-args",
+    "engine_command": "--engine-command",
+}
+
+
+def _check_engine(chosen: dict[str, Any]) -> None:
+    """`--engine` and what goes with it: its own settings need it, and an endpoint of the
+    user's, a batch API or an offline replay have no use for the replicas it starts."""
+    engine = chosen["engine"]
+    defaults = {d.name: d.default for d in declarations() if d.name in ENGINE_SETTINGS}
+    if engine is None:
+        given = [flag for name, flag in ENGINE_SETTINGS.items() if chosen[name] != defaults[name]]
+        if given:
+            raise UsageError(
+                f"{given[0]} needs --engine (vllm, sglang, simulate or command): without it "
+                "the run calls the endpoint you give and starts no server"
+            )
+        return
+    if engine == "command" and not chosen["engine_command"]:
+        raise UsageError(
+            "--engine command needs --engine-command, the server's command line with {port} "
+            "in it (e.g. --engine-command 'llama-server --port {port} -m {model}')"
+        )
+    if engine != "command" and chosen["engine_command"]:
+        raise UsageError(
+            f"--engine-command is --engine command's; --engine {engine} starts its own "
+            "server — drop --engine-command, or use --engine command"
+        )
+    if chosen["endpoints"]:
+        raise UsageError(
+            f"--engine {engine} starts the model's own replicas and --endpoint names another "
+            "server — give one of them"
+        )
+    if chosen["url"]:
+        raise UsageError(
+            f"--engine {engine} starts the model's own replicas, but TAGURU_EXTRACT_URL names "
+            "an endpoint — unset it (or drop --engine to call that endpoint)"
+        )
+    if chosen["batch_api"]:
+        raise UsageError(
+            f"--batch-api sends the completions to a provider, --engine {engine} to replicas "
+            "of its own — give one of them"
+        )
+    if chosen["replay"] == "strict":
+        raise UsageError(
+            f"--replay strict answers from the attempts log alone — --engine {engine} would "
+            "start servers nothing asks; drop one of them"
+        )
 
 
 def _resolve(

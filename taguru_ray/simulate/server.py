@@ -18,6 +18,10 @@ those names alone — another is a 404 `model_not_found` — and `GET /v1/models
 lists them (by default it lists `taguru-sim` and `*`: any name is served). Model
 lists are counted apart from completions, under `models` in `/stats`.
 
+`GET /health` answers 200 with an empty body and `GET /version` the simulator's
+version, as vLLM's server does (`--engine simulate` health-checks it as it
+would vLLM). Neither is counted.
+
 `POST /v1/embeddings` answers deterministic vectors (simulate/embeddings.py) at
 once, outside the slots and the fault script.
 
@@ -41,6 +45,7 @@ from typing import Any
 
 from aiohttp import web
 
+from taguru_ray import __version__
 from taguru_ray.simulate import embeddings
 from taguru_ray.simulate.answers import (
     answer,
@@ -278,6 +283,8 @@ def create_app(config: SimulatorConfig) -> web.Application:
             web.post("/v1/chat/completions", _chat_completions),
             web.post("/v1/embeddings", _embeddings),
             web.get("/v1/models", _models),
+            web.get("/health", _health),
+            web.get("/version", _version),
             web.get("/stats", _stats),
             web.post("/stats/reset", _reset),
             web.get("/script", _get_script),
@@ -570,6 +577,15 @@ async def _models(request: web.Request) -> web.Response:
             "data": [{"id": name, "object": "model", "owned_by": "taguru-ray"} for name in names],
         }
     )
+
+
+async def _health(request: web.Request) -> web.Response:
+    """Up: the server takes requests (vLLM's and SGLang's /health answer the same)."""
+    return web.Response(status=200)
+
+
+async def _version(request: web.Request) -> web.Response:
+    return web.json_response({"version": __version__})
 
 
 async def _stats(request: web.Request) -> web.Response:

@@ -96,4 +96,43 @@ class GatewayRecord(Typed):
     host_cpu_busy: Annotated[float | None, WHEN_SET] = None
 
 
-SIDECAR_TYPES: tuple[type[Typed], ...] = (RunRecord, SidecarAttempt, SidecarSegment, GatewayRecord)
+class EngineStart(BaseModel):
+    """One server start of an engine's replica that answered its health check."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    replica: int
+    generation: int  # 1 for its first start, then one more per replacement
+    node: str  # the node's address
+    accelerator: str | None  # the node's Ray accelerator type, read from the node
+    version: str | None  # what the running server said of itself
+    start_s: float  # from spawn to its first healthy answer
+
+
+class EngineRecord(Typed):
+    """The run's own replicas (`--engine`, ADR 0080), before the gateway record (a
+    taguru-ray addition; readers skip unknown types): the engine, the weights, the
+    version its servers stated, the GPUs each reserved and the type asked for, the
+    types of the nodes they ran on (read from the nodes, never from the settings),
+    every start that answered, and how many replicas were lost and replaced.
+    `benchmark extract` names a cell's engine, version and GPU type from it."""
+
+    TYPE: ClassVar[str] = "engine"
+    run_id: str
+    engine: str
+    model: str
+    version: str | None
+    replicas: int
+    gpus: int
+    accelerator: str | None
+    accelerators: list[str]
+    starts: list[EngineStart]
+    lost: int
+
+
+SIDECAR_TYPES: tuple[type[Typed], ...] = (
+    RunRecord,
+    SidecarAttempt,
+    SidecarSegment,
+    EngineRecord,
+    GatewayRecord,
+)

@@ -327,6 +327,59 @@ class Transport(Group):
     ] = 30.0
 
 
+class Serving(Group):
+    """The model's own replicas: a server the run starts on the cluster's GPUs (ADR 0080)."""
+
+    # fmt: off
+    GROUP: ClassVar[str] = "serving"
+
+    engine: Annotated[
+        str | None,
+        Knob("start the model's own OpenAI-compatible replicas on the cluster instead of "
+             "calling an endpoint: vllm, sglang, simulate (the bundled simulator, no GPU) or "
+             "command (--engine-command)", flag="--engine", env="TAGURU_RAY_ENGINE",
+             metavar="ENGINE", parse=values.choice("vllm", "sglang", "simulate", "command"),
+             shown="off"),
+    ] = None
+    engine_replicas: Annotated[
+        int,
+        Knob("replicas of the model, each an endpoint of the run; a lost one is restarted",
+             flag="--engine-replicas", env="TAGURU_RAY_ENGINE_REPLICAS", metavar="N",
+             parse=values.int_at_least(1)),
+    ] = 1
+    engine_gpus: Annotated[
+        int,
+        Knob("GPUs each replica reserves, on one node (tensor parallel; 0 = a CPU engine)",
+             flag="--engine-gpus", env="TAGURU_RAY_ENGINE_GPUS", metavar="G",
+             parse=values.int_at_least(0)),
+    ] = 1
+    engine_accelerator: Annotated[
+        str | None,
+        Knob("place replicas only on nodes with this Ray accelerator type (H100, A10G, L4, …)",
+             flag="--engine-accelerator", env="TAGURU_RAY_ENGINE_ACCELERATOR", metavar="TYPE",
+             parse=values.accelerator, shown="any"),
+    ] = None
+    engine_args: Annotated[
+        str,
+        Knob("more words for the server's command line, as a shell splits them (one starting "
+             "with - needs --engine-args=…)", flag="--engine-args",
+             env="TAGURU_RAY_ENGINE_ARGS", metavar="ARGS", parse=values.engine_args,
+             shown="none"),
+    ] = ""
+    engine_command: Annotated[
+        str | None,
+        Knob("the server's command line for --engine command; {port} (required), {host} and "
+             "{model} are filled in", flag="--engine-command", env="TAGURU_RAY_ENGINE_COMMAND",
+             metavar="TEMPLATE", parse=values.engine_command),
+    ] = None
+    engine_start_secs: Annotated[
+        float,
+        Knob("a replica that does not answer its health check this long after it started "
+             "(weights downloaded and loaded) fails the run", env="TAGURU_RAY_ENGINE_START_SECS",
+             parse=values.positive_seconds),
+    ] = 1800.0
+
+
 class Scale(Group):
     """Ray: the cluster, the workers, how many segments and chunks run at once."""
 
@@ -493,6 +546,7 @@ TITLES: dict[str, str] = {
     "prompt": "the prompt",
     "ladder": "the answer ladder",
     "transport": "the endpoint",
+    "serving": "the model's own replicas",
     "spending": "cost and budgets",
     "scale": "Ray and scale",
     "records": "records and replay",
@@ -505,6 +559,7 @@ GROUPS: tuple[type[Group], ...] = (
     Prompting,
     Ladder,
     Transport,
+    Serving,
     Spending,
     Scale,
     Records,

@@ -20,6 +20,7 @@ from taguru_ray.contract.settings.groups import (
     Records,
     Run,
     Scale,
+    Serving,
     Source,
     Spending,
     Transport,
@@ -38,6 +39,7 @@ class Settings(BaseModel):
     prompt: Prompting = Prompting()
     ladder: Ladder = Ladder()
     transport: Transport
+    serving: Serving = Serving()
     spending: Spending = Spending()
     scale: Scale = Scale()
     records: Records = Records()
@@ -66,7 +68,14 @@ class Settings(BaseModel):
         limit = self.transport.max_inflight
         if isinstance(limit, int):
             return limit
-        return AUTO_CEILING_PER_ENDPOINT * max(len(self.transport.endpoints), 1)
+        return AUTO_CEILING_PER_ENDPOINT * max(self.endpoint_count, 1)
+
+    @property
+    def endpoint_count(self) -> int:
+        """The endpoints the run balances over: --endpoint's, or the engine's replicas."""
+        if self.serving.engine is not None:
+            return self.serving.engine_replicas
+        return len(self.transport.endpoints)
 
     @property
     def window(self) -> int:

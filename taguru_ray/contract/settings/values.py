@@ -277,3 +277,33 @@ def date(value: str) -> int:
     if epoch <= 0:
         raise ValueError("takes a date after 1970-01-01 or positive epoch seconds")
     return epoch
+
+
+ACCELERATOR_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}")
+
+
+def accelerator(value: str) -> str:
+    """A Ray accelerator type (H100, A10G, L4, A100-80G, TPU-V5E): the name Ray gives a
+    node's GPUs, as its `accelerator_type:<name>` resource."""
+    name = value.strip()
+    if not ACCELERATOR_RE.fullmatch(name):
+        raise ValueError(
+            f"takes a Ray accelerator type such as H100, A10G or L4, got {value!r}"
+        )
+    return name
+
+
+def engine_args(value: str) -> str:
+    """Words for the model server, kept as written: they must split as a shell splits."""
+    from taguru_ray.contract.engines import split_args
+
+    split_args(value)
+    return value
+
+
+def engine_command(value: str) -> str:
+    """A server's command line with {host}, {port} (required) and {model} in it."""
+    from taguru_ray.contract.engines import split_template
+
+    split_template(value)
+    return value
