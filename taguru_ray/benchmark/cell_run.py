@@ -141,6 +141,7 @@ class CellRun:
             "started_at": iso(started),
             "finished_at": iso(finished),
             "outcome": outcome,
+            "engine": engine_ran(transcriber.engine),
             "saturation": saturation(
                 seen,
                 transcriber.gateway,
@@ -229,6 +230,22 @@ class CellRun:
             if os.path.exists(path):
                 with open(path, "rb") as handle:
                     self.results.write(f"{cell_dir}/{name}", handle.read())
+
+
+def engine_ran(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a cell's own engine ran as, from its sidecar's `engine` record: the engine, the
+    version its servers stated, the GPU type read from the nodes (None: no engine)."""
+    if record is None:
+        return None
+    accelerators = [str(a) for a in record.get("accelerators") or []]
+    return {
+        "engine": record.get("engine"),
+        "version": record.get("version"),
+        "accelerator": ", ".join(accelerators) or None,
+        "gpus": record.get("gpus"),
+        "replicas": record.get("replicas"),
+        "lost": record.get("lost"),
+    }
 
 
 class _Tail:

@@ -1,8 +1,9 @@
 """The child `taguru-ray extract` of one cell: its command, its environment, its exit.
 
 Pure. Every task knob is the same global flag for every cell (the fairness
-invariant); per model only the endpoint, the model name, the key, the
-timeout, the structured-output request and the in-flight capacity change.
+invariant); per model only the endpoint (or the engine the cell starts), the
+model name, the key, the timeout, the structured-output request and the
+in-flight capacity change.
 The environment is scrubbed of every variable extract reads, so a stray
 `TAGURU_EXTRACT_*` in the caller's shell cannot make two cells differ.
 """
@@ -80,7 +81,22 @@ def child_argv(
     if len(model.urls) > 1:
         for url in model.urls:
             argv += ["--endpoint", url]
-    return [*argv, corpus]
+    return [*argv, *engine_argv(model), corpus]
+
+
+def engine_argv(model: ModelEntry) -> list[str]:
+    """An engine entry's --engine flags: the cell starts, measures and stops its replicas."""
+    if model.engine is None:
+        return []
+    argv = ["--engine", model.engine, "--engine-replicas", str(model.replicas)]
+    argv += ["--engine-gpus", str(model.gpus)]
+    if model.accelerator:
+        argv += ["--engine-accelerator", model.accelerator]
+    if model.args:
+        argv.append(f"--engine-args={model.args}")  # `=`: words starting with - stay its value
+    if model.command:
+        argv.append(f"--engine-command={model.command}")
+    return argv
 
 
 def child_env(environ: Mapping[str, str], flags: TaskFlags, model: ModelEntry) -> dict[str, str]:
@@ -88,7 +104,8 @@ def child_env(environ: Mapping[str, str], flags: TaskFlags, model: ModelEntry) -
     env = {key: value for key, value in environ.items() if key not in scrubbed}
     if flags.address is None:
         env.pop("RAY_ADDRESS", None)  # a child starts its own Ray unless --address
-    env["TAGURU_EXTRACT_URL"] = model.url
+    if model.url is not None:  # an engine entry's cell starts its own endpoints
+        env["TAGURU_EXTRACT_URL"] = model.url
     env["TAGURU_EXTRACT_MODEL"] = model.model
     env["TAGURU_EXTRACT_TIMEOUT_SECS"] = _seconds(model.timeout_secs)
     env["TAGURU_EXTRACT_MAX_ATTEMPTS"] = str(flags.max_attempts)

@@ -53,6 +53,8 @@ def model_entry(model: ModelEntry, probe: dict[str, Any]) -> dict[str, Any]:
         "gpu_count": model.gpu_count,
         "price_per_gpu_hour": model.price_per_gpu_hour,
         "max_inflight": model.max_inflight,
+        "engine": model.engine,
+        "accelerator": model.accelerator,
     }
 
 

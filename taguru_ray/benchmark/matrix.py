@@ -3,7 +3,9 @@
 Cells of models whose endpoints are disjoint measure different machines, so
 their lanes run at the same time (one thread each, every child joining the
 same Ray cluster); cells that share an endpoint would measure each other's
-load, so a lane runs its cells one after another — models in models.json
+load, so a lane runs its cells one after another. Cells that start an engine
+occupy the GPUs of the type they name: two types are two lanes, and an engine
+naming no type shares a lane with every other engine — models in models.json
 order, runs 1..N. A stop (SIGINT/SIGTERM) reaches the running children and
 no lane starts another cell; the manifest then keeps `finished_at` null.
 """
@@ -32,12 +34,26 @@ def _endpoint(url: str) -> str:
     return f"{parts.scheme}://{(parts.hostname or '').lower()}:{parts.port}{parts.path}"
 
 
+def _touch(ours: set[str], theirs: set[str]) -> bool:
+    """Whether two cells would measure each other's load: an endpoint or a GPU type in
+    common, or an engine on any GPU beside another engine."""
+    if ours & theirs:
+        return True
+    gpus = (
+        {key for key in ours if key.startswith("gpu:")},
+        {k for k in theirs if k.startswith("gpu:")},
+    )
+    return all(gpus) and any("gpu:*" in side for side in gpus)
+
+
 def lanes(models: tuple[ModelEntry, ...]) -> list[list[ModelEntry]]:
     """Models grouped so that no two lanes share an endpoint, each lane in matrix order."""
     groups: list[tuple[set[str], list[ModelEntry]]] = []
     for model in models:
-        mine = {_endpoint(url) for url in model.urls}
-        touching = [g for g in groups if g[0] & mine]
+        mine = {_endpoint(url) for url in model.urls} | {
+            key for key in model.hardware() if key.startswith("gpu:")
+        }
+        touching = [g for g in groups if _touch(g[0], mine)]
         merged: tuple[set[str], list[ModelEntry]] = (set(mine), [])
         for group in touching:
             merged[0].update(group[0])

@@ -4,7 +4,10 @@ Pure: the caller reads the file and hands its bytes and the environment here.
 Per model only provider identity and capability — the reference's fairness
 invariant: every task knob is a global flag. Beyond the reference an entry may
 name several endpoints (`urls`), the GPU it runs on (`gpu`, `gpu_count`), a
-price per GPU-hour and its in-flight capacity (`max_inflight`).
+price per GPU-hour and its in-flight capacity (`max_inflight`) — or, instead of
+a URL, an engine the cell starts on the cluster's GPUs (`engine`, `accelerator`,
+`gpus`, `replicas`, `args`, `command`: extract's `--engine` settings, ADR 0080);
+the cell's record then says what the replicas ran on, read from the nodes.
 """
 
 from __future__ import annotations
@@ -12,10 +15,14 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+
+from taguru_ray.contract.engines import ENGINES, split_args, split_template
+from taguru_ray.contract.settings.values import ACCELERATOR_RE
 
 MODELS_VERSION = 1
 STRUCTURED_OUTPUTS = ("auto", "json-schema", "json-object", "off")
@@ -40,6 +47,12 @@ _ENTRY_KEYS = (
     "gpu_count",
     "price_per_gpu_hour",
     "max_inflight",
+    "engine",
+    "accelerator",
+    "gpus",
+    "replicas",
+    "args",
+    "command",
 )
 
 
@@ -53,7 +66,8 @@ class ModelEntry:
 
     id: str
     model: str
-    urls: tuple[str, ...]  # the first is `url`; the cell balances across all of them
+    urls: tuple[str, ...]  # the first is `url`; the cell balances across all of them (none
+    # for an engine entry: the cell starts its own replicas)
     label: str | None = None
     api_key_env: str | None = None
     structured_output: str = DEFAULT_STRUCTURED_OUTPUT
@@ -63,10 +77,23 @@ class ModelEntry:
     gpu_count: int | None = None
     price_per_gpu_hour: float | None = None
     max_inflight: int | str = "auto"
+    engine: str | None = None  # extract's --engine for the cell
+    accelerator: str | None = None  # --engine-accelerator (declared; the record says what ran)
+    gpus: int = 1  # --engine-gpus, per replica
+    replicas: int = 1  # --engine-replicas
+    args: str = ""  # --engine-args
+    command: str | None = None  # --engine-command
 
     @property
-    def url(self) -> str:
-        return self.urls[0]
+    def url(self) -> str | None:
+        return self.urls[0] if self.urls else None
+
+    def hardware(self) -> set[str]:
+        """What a cell of this model occupies: its endpoints, or the GPUs of a type its
+        engine starts replicas on (`gpu:*` when it names no type: any of them)."""
+        if self.engine is not None:
+            return {f"gpu:{self.accelerator or '*'}"}
+        return set(self.urls)
 
     def lock_entry(self) -> dict[str, Any]:
         """The entry as models.lock.json keeps it: defaults folded in, absent as null."""
@@ -84,6 +111,12 @@ class ModelEntry:
             "gpu_count": self.gpu_count,
             "price_per_gpu_hour": self.price_per_gpu_hour,
             "max_inflight": self.max_inflight,
+            "engine": self.engine,
+            "accelerator": self.accelerator,
+            "gpus": self.gpus if self.engine else None,
+            "replicas": self.replicas if self.engine else None,
+            "args": self.args if self.engine else None,
+            "command": self.command,
         }
 
 
@@ -149,7 +182,8 @@ def _entry(
     model = raw.get("model")
     if not isinstance(model, str) or not model.strip():
         raise ModelsError(f"{where}: model must be a non-empty string")
-    urls = _urls(where, raw)
+    engine = _engine(where, raw)
+    urls = () if engine is not None else _urls(where, raw)
     key_env = _optional_text(where, raw, "api_key_env")
     if key_env is not None:
         if not _ENV_NAME.fullmatch(key_env):
@@ -178,11 +212,69 @@ def _entry(
         structured_output=structured,
         timeout_secs=float(timeout),
         note=_optional_text(where, raw, "note"),
-        gpu=_optional_text(where, raw, "gpu"),
-        gpu_count=_optional_count(where, raw, "gpu_count"),
+        # An engine entry's GPU, unless named, is the type it asks for; its count, every
+        # replica's (what a GPU-hour price is paid for).
+        gpu=_optional_text(where, raw, "gpu") or (engine or {}).get("accelerator"),
+        gpu_count=_optional_count(where, raw, "gpu_count")
+        or (engine["gpus"] * engine["replicas"] if engine and engine["gpus"] else None),
         price_per_gpu_hour=_optional_price(where, raw),
         max_inflight=_inflight(where, raw.get("max_inflight", "auto")),
+        **(engine or {}),
     )
+
+
+def _engine(where: str, raw: dict[str, Any]) -> dict[str, Any] | None:
+    """An entry's engine settings (None for an entry naming a URL), checked as extract
+    checks its --engine flags, so a bad entry is refused before any cell runs."""
+    engine = raw.get("engine")
+    own = [key for key in ("accelerator", "gpus", "replicas", "args", "command") if key in raw]
+    if engine is None:
+        if own:
+            raise ModelsError(f"{where}: {own[0]} is an engine's setting — add engine")
+        return None
+    if engine not in ENGINES:
+        raise ModelsError(
+            f"{where}: engine {json.dumps(engine)} must be one of {', '.join(ENGINES)}"
+        )
+    if "url" in raw or "urls" in raw:
+        raise ModelsError(
+            f"{where}: names both an engine and a url — an engine entry starts its own replicas; "
+            "give one of them"
+        )
+    accelerator = _optional_text(where, raw, "accelerator")
+    if accelerator is not None and not ACCELERATOR_RE.fullmatch(accelerator):
+        raise ModelsError(
+            f"{where}: accelerator {accelerator!r} is not a Ray accelerator type (H100, L4, …)"
+        )
+    gpus = raw.get("gpus", 1)
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 0:
+        raise ModelsError(f"{where}: gpus must be a whole number ≥ 0 (per replica)")
+    replicas = _optional_count(where, raw, "replicas") or 1
+    args = raw.get("args", "")
+    if isinstance(args, list) and all(isinstance(word, str) for word in args):
+        args = shlex.join(args)
+    if not isinstance(args, str):
+        raise ModelsError(f"{where}: args must be a string (or a list of strings)")
+    command = _optional_text(where, raw, "command")
+    try:
+        split_args(args)
+        if command is not None:
+            split_template(command)
+    except ValueError as error:
+        raise ModelsError(f"{where}: {'command' if command else 'args'} {error}") from None
+    if (engine == "command") != (command is not None):
+        raise ModelsError(
+            f"{where}: engine command needs command (a template with {{port}}), and only it "
+            "takes one"
+        )
+    return {
+        "engine": engine,
+        "accelerator": accelerator,
+        "gpus": gpus,
+        "replicas": replicas,
+        "args": args,
+        "command": command,
+    }
 
 
 def _urls(where: str, raw: dict[str, Any]) -> tuple[str, ...]:

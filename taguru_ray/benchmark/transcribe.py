@@ -7,7 +7,8 @@ end — and `close` synthesises a failed end for every segment left open. Lines
 are written with sorted keys (the reference serialises them unordered); the
 newest names (`segment`, `segment_id`, `segment_sha256`) as §6 observed.
 The `gateway` record the sidecar ends with is kept for the saturation figures,
-not transcribed.
+and an `engine` record (a cell that started its own replicas) for the cell's
+engine, version and GPU type; neither is transcribed.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Transcriber:
     attempts: int = 0  # seeded from the runs file on resume: `cell` totals are cumulative
     written: int = 0
     gateway: dict[str, Any] | None = None
+    engine: dict[str, Any] | None = None
     completed_at: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
     _open: dict[str, SegmentInfo] = field(default_factory=dict)
     _seen: set[str] = field(default_factory=set)
@@ -45,6 +47,9 @@ class Transcriber:
         kind = record.get("type", record.get("kind"))
         if kind == "gateway":
             self.gateway = record
+            return []
+        if kind == "engine":
+            self.engine = record
             return []
         segment = self.segments.get(str(record.get("source")))
         if segment is None or kind not in ("chunk", "attempt", "segment"):

@@ -41,10 +41,17 @@ class HeadActors:
         self.diagnostics: Any = None
         self._inputs: Any = None  # the object-store copy of the run's inputs: ours to hold
 
-    async def start(self, rung: str | None, inputs: RunInputs, seed: Contribution | None) -> None:
+    async def start(
+        self,
+        rung: str | None,
+        inputs: RunInputs,
+        seed: Contribution | None,
+        replicas: list[str] | None = None,
+    ) -> None:
         """Start the gateway, the ledger (told the lease's deadline, and the target
         context's `seed` as one more settled segment) and, with --diagnostics-out, the
-        sidecar's writer."""
+        sidecar's writer. `replicas`: the URLs of the run's own replicas (`--engine`),
+        the gateway's endpoints instead of the settings'."""
         # Imported here: the actor classes register with Ray only when a run needs them.
         from taguru_ray.engine.ledger import CONTEXT_INDEX, Ledger
         from taguru_ray.engine.worker import DiagnosticsWriter, run_actor_name
@@ -67,7 +74,7 @@ class HeadActors:
         # One copy of the run's inputs in the object store however many workers.
         inputs_ref = self._inputs = ray.put(inputs)
         self.gateway = Gateway.options(**here("gateway")).remote(
-            list(settings.transport.endpoints),
+            list(settings.transport.endpoints) if replicas is None else replicas,
             limit,
             settings.transport.rpm,
             settings.transport.tpm,
@@ -78,6 +85,7 @@ class HeadActors:
             budget=budget_of(settings),
             blame=Blame.of(settings.transport),
             ceiling=settings.inflight_ceiling,
+            replicas=settings.serving.engine_replicas if settings.serving.engine else 0,
         )
         self.ledger = Ledger.options(**here("ledger")).remote(
             settings.scale.commit_order == "name", [inputs_ref]

@@ -62,9 +62,15 @@ class Monitor:
         if self._meter is not None:
             self._meter.update(self._tally)
 
-    async def watch(self, gateway: Any, paced: Callable[[], str | None] = lambda: None) -> None:
+    async def watch(
+        self,
+        gateway: Any,
+        paced: Callable[[], str | None] = lambda: None,
+        engine: Callable[[], str | None] = lambda: None,
+    ) -> None:
         """The progress display, and a line each time the adaptive limit moves; until
-        cancelled. `paced` words what the run keeps in flight now and what holds it."""
+        cancelled. `paced` words what the run keeps in flight now and what holds it;
+        `engine`, the run's own replicas while one is not up (`--engine`)."""
         progress, tally = self._progress, self._tally
         while True:
             await asyncio.sleep(WATCH_S)
@@ -96,6 +102,6 @@ class Monitor:
                 done = tally.written + tally.failed + tally.unchanged + tally.interrupted
                 progress.show(
                     progress.status(
-                        done, tally.written, tally.failed, tally.unchanged, stats, paced()
+                        done, tally.written, tally.failed, tally.unchanged, stats, paced(), engine()
                     )
                 )

@@ -83,9 +83,11 @@ class Progress:
         skipped: int,
         stats: dict[str, Any],
         paced: str | None = None,
+        engine: str | None = None,
     ) -> str:
         """The status line; `paced` (the pacing part's words: what the run kept in flight
-        lately and what held it) stands in for the gateway's instant count when given."""
+        lately and what held it) stands in for the gateway's instant count when given;
+        `engine` says which of the run's own replicas is not up (`--engine`)."""
         now = self.clock()
         tokens = int(stats.get("input_tokens", 0)) + int(stats.get("output_tokens", 0))
         span = max(now - self._last_time, 1e-6)
@@ -104,6 +106,7 @@ class Progress:
         flight = paced or f"{stats.get('in_flight', 0)} in flight (limit {stats.get('limit', '?')})"
         held = words(stats.get("paused"))
         pause = f" · {held}" if held else ""
+        pause += f" · {engine}" if engine else ""
         return (
             f"{PREFIX}{done}/{self.total} segment(s) ({written} written, {failed} failed, "
             f"{skipped} skipped) · {flight}{pause} · {_human(tokens)} tok, {_human(rate)} tok/s"

@@ -12,6 +12,8 @@ Each concern of the driver is a part with its own state and module:
   resubmits, the reclaim of a dead worker's permits, the watchdog;
 - `head_actors.py` — the gateway, the claims ledger and the diagnostics writer
   beside the driver;
+- `replicas/fleet.py` — with `--engine`, the model's own replicas: started before
+  the first request, the gateway's endpoints, replaced when lost, stopped at the end;
 - `stopping.py` — signals, fail-fast, the budget, a lost lease;
 - `monitor.py` — the progress display and the in-flight limit's moves;
 - `pacing.py` — a sample of the run each second: what it kept in flight and what
@@ -22,10 +24,11 @@ Each concern of the driver is a part with its own state and module:
 `ExtractRun` holds the parts and the few things they share (the settings, the
 console, --out, the run id, the tally, the window), and `run` sets them going in
 order: reading, then — still before Ray, from the driver (`check_endpoints`) —
-the preflight, only when a segment needs the model; the head actors, the
+the preflight, only when a segment needs the model (with `--engine`, the
+replicas instead, once Ray is up); the head actors, the
 hand-over from the early settling to the dispatch loop, the manifest's
 compaction, the gateway's last counters, the sidecar, the summary —
-and every actor ended, however the run ends.
+and every actor (and replica) ended, however the run ends.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from taguru_ray.engine.head_actors import HeadActors
 from taguru_ray.engine.monitor import Monitor
 from taguru_ray.engine.pacing import WORKER, Judged, Pacing, caps_of
 from taguru_ray.engine.reading import Reading
+from taguru_ray.engine.replicas.fleet import Fleet
 from taguru_ray.engine.same_bytes import SameBytes, manifest_holders
 from taguru_ray.engine.scan import Console, Tally, existing_contribution, new_run_id
 from taguru_ray.engine.segment import FAILURE_PREFIX
@@ -97,6 +101,11 @@ class ExtractRun:
             else Workers(settings, self.run_id, len(sources), self.console.err, self.actors)
         )
         self.stop = Stopping(self.console, self.monitor.clear, self.actors, self.workers)
+        # The model's own replicas (--engine): a part like the gateway, not flags in the loop.
+        self.fleet = (
+            Fleet(settings, self.run_id, self.console.err) if settings.serving.engine else None
+        )
+        self._replicas: list[str] | None = None  # their URLs, once up
         self.summary = Summary(self.console, self.tally, sources, tariff, self.stop, out.url)
         self.skipping = Skipping(settings, out, inputs, self.window, self.summary, self.tally)
         self.reading = Reading(
@@ -208,40 +217,52 @@ class ExtractRun:
     async def run(self) -> int:
         self.start_reading()  # a no-op when the driver started it before Ray
         self.stop.trap_signals()
-        rung = await self._before_the_first_request()
-        self.monitor.begin(self.run_id)
-        await self.actors.start(rung, self.reading.inputs, self.reading.seed)
         try:
-            # The early settling hands over at its next segment; the loop goes on from there.
-            self.reading.hand_over()
-            if await asyncio.wrap_future(self.reading.early):
-                self.workers.start()  # it stopped at a segment that needs one
-            heap.settle()  # the manifest is in: out of every later collection's walk
-            gateway = self.actors.gateway
-            pacer = asyncio.create_task(self.pacing.run(gateway, self._paced_actors))
-            watcher = asyncio.create_task(self.monitor.watch(gateway, self.pacing.now))
-            tripwire = asyncio.create_task(self.stop.fail_fast())
-            try:
-                await self.dispatch.run()
-            finally:
-                pacer.cancel()
-                watcher.cancel()
-                self.workers.stop_watchdog()
-                tripwire.cancel()
-                self.monitor.clear()
-            self.same_bytes.close()
-            await self.pacing.tick(gateway, self._paced_actors())  # the run's last sample
-            await self._compact()
-            stats = await self.actors.final_stats(self.workers.flushes)
-            self.monitor.update()
-            steady = self.pacing.judged(budget_stopped=bool(stats.get("halted")))
-            await self._finish_sidecar(stats, steady)
-            return self.summary.close(stats, steady.line if steady else None)
+            return await self._run()
         finally:
             # A run leaves no actor behind: the CLI's process would end them with its job,
             # but a run from Python (a notebook, a Ray task) lives on in the caller's Ray.
+            # The replicas go once nothing is in flight: their GPUs are given back.
             self.workers.end()
+            if self.fleet is not None:
+                await self.fleet.stop()
             self.actors.end()
+
+    async def _run(self) -> int:
+        rung = await self._before_the_first_request()
+        self.monitor.begin(self.run_id)
+        await self.actors.start(rung, self.reading.inputs, self.reading.seed, self._replicas)
+        if self.fleet is not None and self.fleet.started:
+            self.fleet.attach(self.actors.gateway, self._abandon, self.stop.engine_failed)
+        # The early settling hands over at its next segment; the loop goes on from there.
+        self.reading.hand_over()
+        if await asyncio.wrap_future(self.reading.early):
+            self.workers.start()  # it stopped at a segment that needs one
+        heap.settle()  # the manifest is in: out of every later collection's walk
+        gateway = self.actors.gateway
+        pacer = asyncio.create_task(self.pacing.run(gateway, self._paced_actors))
+        engine = self.fleet.words if self.fleet is not None else lambda: None
+        watcher = asyncio.create_task(self.monitor.watch(gateway, self.pacing.now, engine))
+        tripwire = asyncio.create_task(self.stop.fail_fast())
+        try:
+            await self.dispatch.run()
+        finally:
+            pacer.cancel()
+            watcher.cancel()
+            self.workers.stop_watchdog()
+            tripwire.cancel()
+            self.monitor.clear()
+        self.same_bytes.close()
+        await self.pacing.tick(gateway, self._paced_actors())  # the run's last sample
+        await self._compact()
+        stats = await self.actors.final_stats(self.workers.flushes)
+        self.monitor.update()
+        steady = self.pacing.judged(budget_stopped=bool(stats.get("halted")))
+        await self._finish_sidecar(stats, steady)
+        said = self.fleet.summary() if self.fleet is not None else None
+        if said:
+            self.console.err(f"{FAILURE_PREFIX}{said}")
+        return self.summary.close(stats, steady.line if steady else None)
 
     async def _before_the_first_request(self) -> str | None:
         """The run's starting rung, once the segments that need no request are settled.
@@ -252,10 +273,15 @@ class ExtractRun:
         takes back (`store.footprint`).
         """
         needs_a_request = await asyncio.wrap_future(self.reading.early)
+        ladder = self.settings.ladder  # `auto` unprobed: a rung no request will ask for
+        unprobed = starting_rung(ladder.structured_output, ladder.max_output_tokens)
         if not needs_a_request or self.stop.requested:
-            ladder = self.settings.ladder  # `auto` unprobed: a rung no request will ask for
-            return starting_rung(ladder.structured_output, ladder.max_output_tokens)
-        if not self._checked:  # a run the driver did not check before Ray
+            return unprobed
+        if self.fleet is not None:  # the replicas answer their health check: no preflight
+            self._replicas = await self.fleet.start(lambda: self.stop.requested)
+            if self.stop.requested:
+                return unprobed
+        elif not self._checked:  # a run the driver did not check before Ray
             await self._preflight()
         return await self._resolve_rung()
 
@@ -278,6 +304,14 @@ class ExtractRun:
         if settings.ladder.structured_output == "auto":
             async with open_session() as http:
                 client = ChatClient.of(http, settings.transport)
+                if self._replicas:  # the run's own replicas: the first one is asked
+                    client = ChatClient(
+                        http,
+                        self._replicas[:1],
+                        settings.transport.model,
+                        api_key=settings.transport.api_key,
+                        timeout_secs=settings.transport.timeout_secs,
+                    )
                 rung, why = await probe(client.complete)
             self.console.err(f"{FAILURE_PREFIX}structured output: auto resolved to {rung} ({why})")
             return rung
@@ -305,14 +339,23 @@ class ExtractRun:
         found += [(role, actor) for role, actor in self.actors.others() if actor is not None]
         return found
 
+    def _abandon(self, endpoint: int) -> None:
+        """A replica is lost: the segment workers ask its requests on the wire again."""
+        if isinstance(self.workers, Workers):
+            self.workers.abandon_endpoint(endpoint)
+
     async def _finish_sidecar(self, stats: dict[str, Any], steady: Judged | None) -> None:
-        """With --diagnostics-out, the sidecar's last record (`gateway_record`), then closed."""
+        """With --diagnostics-out, the sidecar's last records — the engine's, with --engine,
+        and the gateway's (`gateway_record`) — then closed."""
         diagnostics = self.actors.diagnostics
         if diagnostics is None:
             return
         fields = steady.fields if steady else None
+        last = [gateway_record(self.run_id, stats, fields)]
+        if self.fleet is not None and self.fleet.ledger.starts:
+            last.insert(0, self.fleet.record(self.run_id).record())
         try:
-            await diagnostics.write.remote([gateway_record(self.run_id, stats, fields)])
+            await diagnostics.write.remote(last)
             await diagnostics.close.remote()
         except ray.exceptions.RayError as error:
             self.summary.store_failed = True

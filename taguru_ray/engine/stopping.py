@@ -8,6 +8,9 @@ exits 1 with its line, said last; a spent budget stops it to be resumed (130). A
 segment whose writes were fenced (the lease lapsed) stops it too: no later
 segment can be written.
 
+A replica of the run's own engine that cannot be replaced (`engine/replicas/`)
+stops it as fail-fast does: exit 1 with its line, said last.
+
 `requested` is the one flag the other parts read: the early settling and the
 dispatch loop stop taking segments, the summary says the run stopped.
 """
@@ -83,6 +86,14 @@ class Stopping:
             "segment can be written in this run — rerun to resume"
         )
         self.halt()
+
+    def engine_failed(self, line: str) -> None:
+        """A lost replica could not be started again: stop, and exit 1 with `line`."""
+        if self.fatal is None:
+            self.fatal = line
+        if not self.requested:
+            self.requested = True
+            self.halt()
 
     async def fail_fast(self) -> None:
         """Wait for the gateway's word that an endpoint keeps refusing the run's requests

@@ -181,6 +181,12 @@ class Workers:
         """Each worker that ran a segment sends the outcomes it kept for the gateway."""
         return [self.handles[index].flush.remote() for index in self._used]
 
+    def abandon_endpoint(self, endpoint: int) -> None:
+        """Endpoint `endpoint`'s replica is lost: each worker asks its requests on the wire
+        to it again elsewhere, now (`SegmentWorker.abandon_endpoint`)."""
+        for worker in self.handles:
+            worker.abandon_endpoint.remote(endpoint)
+
     def halt(self) -> None:
         """The workers give back their kept permits, which the gateway does not see."""
         for worker in self.handles:

@@ -79,14 +79,12 @@ class SlotView:
     """One replica slot as the progress line sees it."""
 
     index: int
-    state: str  # placing | starting | up | stopped
+    state: str  # placing | starting | up | lost | stopped
     seconds: float  # in that state
     node: str | None = None
 
 
-def progress_words(
-    slots: Sequence[SlotView], gpus: int, accelerator: str | None
-) -> str | None:
+def progress_words(slots: Sequence[SlotView], gpus: int, accelerator: str | None) -> str | None:
     """The progress line's engine part while a replica is not up (None when all are)."""
     down = [slot for slot in slots if slot.state != "up"]
     if not down:
@@ -94,6 +92,8 @@ def progress_words(
     first = down[0]
     if first.state == "placing":
         doing = f"waits {first.seconds:.0f} s for {gpus_words(gpus, accelerator)}"
+    elif first.state == "lost":
+        doing = f"lost {first.seconds:.0f} s ago"
     else:
         doing = f"starting on {first.node} for {first.seconds:.0f} s"
     up = len(slots) - len(down)
@@ -136,10 +136,11 @@ class Ledger:
         return sorted({s.accelerator for s in self.starts if s.accelerator})
 
     def summary(self, spec: ServerSpec, replicas: int) -> str:
-        version = "/".join(self.versions()) or "version unknown"
-        on = ", ".join(self.accelerators()) or "no accelerator type"
+        version = "/".join(self.versions()) or "(version not stated)"
+        types = self.accelerators()
+        on = f" on {', '.join(types)}" if types else ""
         line = (
-            f"{PREFIX}{spec.engine} {version}, {replicas} replica(s) of {spec.model} on {on} "
+            f"{PREFIX}{spec.engine} {version}, {replicas} replica(s) of {spec.model}{on} "
             f"({gpus_words(spec.gpus, None)} each)"
         )
         if self.lost:
