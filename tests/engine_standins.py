@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-CHECK = r'''
+CHECK = r"""
 import json, os, sys
 
 def refuse(why):
@@ -55,9 +55,9 @@ def serve(argv, model, found, tp_flag):
     simulator = [sys.executable, "-m", "taguru_ray", "simulate", "--host", found["--host"],
                  "--port", found["--port"], "--served-model", model]
     os.execv(sys.executable, simulator)
-'''
+"""
 
-VLLM = r'''
+VLLM = r"""
 NAME = "vllm"
 words = sys.argv[1:]
 if len(words) < 2 or words[0] != "serve" or words[1].startswith("-"):
@@ -65,9 +65,9 @@ if len(words) < 2 or words[0] != "serve" or words[1].startswith("-"):
 found = flags(words[2:], {"--host": str, "--port": int, "--tensor-parallel-size": int,
                           "--max-model-len": int}, ("--enforce-eager",))
 serve([os.path.basename(sys.argv[0]), *words], words[1], found, "--tensor-parallel-size")
-'''
+"""
 
-SGLANG = r'''
+SGLANG = r"""
 NAME = "sglang"
 if __name__ != "__main__" or not sys.argv[0].endswith(os.path.join("sglang", "launch_server.py")):
     refuse("expected: python -m sglang.launch_server [flags]")
@@ -77,7 +77,7 @@ if "--model-path" not in found:
     refuse("--model-path is missing")
 serve([sys.executable, "-m", "sglang.launch_server", *sys.argv[1:]], found["--model-path"],
       found, "--tp-size")
-'''
+"""
 
 
 def write_standins(folder: Path) -> Path:

@@ -152,7 +152,9 @@ def test_the_progress_part_names_the_first_replica_not_up() -> None:
 
 
 def test_the_ledger_says_versions_and_types_read_from_the_nodes() -> None:
-    ledger = Ledger([Start(0, 1, "n1", "L4", "0.9.1", 40.0), Start(1, 1, "n2", "A10G", "0.9.1", 50)])
+    ledger = Ledger(
+        [Start(0, 1, "n1", "L4", "0.9.1", 40.0), Start(1, 1, "n2", "A10G", "0.9.1", 50)]
+    )
     ledger.lost = 1
     assert ledger.summary(ServerSpec("vllm", "m", 1), 2) == (
         "engine: vllm 0.9.1, 2 replica(s) of m on A10G, L4 (1 GPU each); 1 lost and replaced"

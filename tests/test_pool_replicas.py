@@ -60,7 +60,7 @@ def test_requests_wait_for_the_engine_while_no_replica_is_up_and_go_when_one_is(
         clock.now = 31.0
         return index, paused, pool.pace.take(clock.now)
 
-    index, paused, taken = asyncio.run(scenario())
+    _, paused, taken = asyncio.run(scenario())
     assert paused is not None and paused["why"] == "engine"
     assert words(paused) == "waiting 30s for a replica of the engine (none is up)"
     assert taken["waited_engine_s"] == pytest.approx(30.0)
