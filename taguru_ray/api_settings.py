@@ -56,6 +56,13 @@ class ExtractSettings(TypedDict, total=False):
     tpm: int
     batch_api: str | None
     batch_poll_secs: float
+    engine: str | None
+    engine_replicas: int
+    engine_gpus: int
+    engine_accelerator: str | None
+    engine_args: str
+    engine_command: str | None
+    engine_start_secs: float
     prices: str | os.PathLike[str] | None
     price_per_hour: float | None
     budget_usd: float | None

@@ -328,6 +328,27 @@ CASES: list[tuple[type[Typed], str, dict[str, Any]]] = [
         ),
     ),
     (
+        sidecar.EngineRecord,
+        "type run_id engine model version replicas gpus accelerator accelerators starts lost",
+        dict(
+            run_id="r",
+            engine="vllm",
+            model="Qwen/Qwen2.5-0.5B-Instruct",
+            version="0.9.1",
+            replicas=2,
+            gpus=1,
+            accelerator="H100",
+            accelerators=["H100"],
+            starts=[
+                sidecar.EngineStart(
+                    replica=0, generation=1, node="10.0.0.4", accelerator="H100",
+                    version="0.9.1", start_s=41.5,
+                )
+            ],
+            lost=0,
+        ),
+    ),
+    (
         CheckpointUnit,
         "chunk_index attempt output user answer removed unparsed",
         dict(

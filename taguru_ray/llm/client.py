@@ -5,6 +5,10 @@ tries under the transport policy (`retry.py`), each holding an in-flight
 permit from the run's admission control while it is on the wire — a try
 waiting out its backoff holds none. What comes back is a `Completion`, never
 an exception: the caller classifies it into an attempt state.
+
+Its length (over 400 lines) is one client's: the wire shapes, the statuses and
+their retries, and the routes of endpoints that come and go with the run's own
+replicas all meet in `_post`.
 """
 
 from __future__ import annotations
