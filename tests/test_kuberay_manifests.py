@@ -120,6 +120,7 @@ def test_cluster_holds_a_raycluster_a_rayjob_and_a_raycronjob() -> None:
         "RayCluster",
         "RayCronJob",
         "RayJob",
+        "RayJob",  # kuberay-rayjob-gpu.yaml: the model on the cluster's own GPUs
     ]
 
 
@@ -288,3 +289,51 @@ def test_the_image_is_the_ray_version_every_manifest_names() -> None:
         text = path.read_text()
         assert 'rayVersion: "2.60.0"' in text, path.name
         assert "taguru-ray:0.1.0-ray2.60.0-py311" in text, path.name
+
+
+# --- the GPU RayJob: the model's own replicas on an autoscaled spot GPU group -----------
+
+
+def gpu_rayjob() -> dict[str, Any]:
+    return load(CLUSTER / "kuberay-rayjob-gpu.yaml")
+
+
+def test_the_gpu_rayjob_starts_its_engine_on_the_gpu_group_it_declares() -> None:
+    from taguru_ray.cli.extract import build_parser
+    from taguru_ray.settings.resolve import resolve_settings
+
+    spec = gpu_rayjob()["spec"]
+    flags = vars(build_parser().parse_args(entrypoint_args(spec)))  # every flag is extract's
+    env = yaml.safe_load(spec["runtimeEnvYAML"])["env_vars"]
+    settings = resolve_settings(flags, env, lambda path: {})  # no URL, no key: the engine's
+    serving = settings.serving
+    assert serving.engine == "vllm" and settings.transport.model == env["TAGURU_EXTRACT_MODEL"]
+    assert serving.engine_args == "--max-model-len 16384"
+    cluster = spec["rayClusterSpec"]
+    assert cluster["enableInTreeAutoscaling"] is True
+    assert cluster["headGroupSpec"]["rayStartParams"]["num-gpus"] == "0"  # no replica there
+    [gpu] = [g for g in cluster["workerGroupSpecs"] if "num-gpus" in g["rayStartParams"]]
+    assert int(gpu["rayStartParams"]["num-gpus"]) == serving.engine_gpus
+    declared = yaml.safe_load(yaml.safe_load(gpu["rayStartParams"]["resources"]))
+    assert declared == {f"accelerator_type:{serving.engine_accelerator}": 1}
+    (container,) = gpu["template"]["spec"]["containers"]
+    for side in ("requests", "limits"):
+        assert container["resources"][side]["nvidia.com/gpu"] == str(serving.engine_gpus)
+    # From nothing, and room for every replica (and one replaced) at once.
+    assert gpu["minReplicas"] == 0 == gpu["replicas"]
+    assert gpu["maxReplicas"] > serving.engine_replicas
+    assert "TAGURU_EXTRACT_API_KEY" not in yaml.safe_dump(gpu_rayjob())
+
+
+def test_the_gpu_rayjob_is_the_rayjob_with_its_engine() -> None:
+    spec, cpu = gpu_rayjob()["spec"], rayjob()["spec"]
+    runtime_env = yaml.safe_load(spec["runtimeEnvYAML"])
+    shipped = yaml.safe_load(cpu["runtimeEnvYAML"])
+    model = runtime_env["env_vars"].pop("TAGURU_EXTRACT_MODEL")
+    assert runtime_env == shipped and "/" in model  # a Hugging Face id the replicas load
+    for key in ("submissionMode", "shutdownAfterJobFinishes", "ttlSecondsAfterFinished"):
+        assert spec[key] == cpu[key]
+    [spot] = [g for g in spec["rayClusterSpec"]["workerGroupSpecs"] if g["groupName"] == "spot"]
+    assert spot["rayStartParams"] == cpu["rayClusterSpec"]["workerGroupSpecs"][0]["rayStartParams"]
+    dockerfile = (CLUSTER / "Dockerfile.gpu").read_text()
+    assert "FROM rayproject/ray:2.60.0-py311-gpu\n" in dockerfile and " vllm\n" in dockerfile
