@@ -102,3 +102,32 @@ def test_the_cells_record_names_what_the_nodes_said_they_are() -> None:
         "replicas": 3, "lost": 1,
     }  # fmt: skip
     assert engine_ran(None) is None
+
+
+def test_the_gpu_check_reads_its_run_and_the_gpus_memory() -> None:
+    from benchmarks.gpu_check import smi_sample, summarise
+
+    samples = [
+        {**sample, "at": at}
+        for at, line in enumerate(
+            ["0, NVIDIA H100 80GB HBM3, 1200, 81559", "0, NVIDIA H100 80GB HBM3, 71002, 81559"]
+        )
+        if (sample := smi_sample(line)) is not None
+    ]
+    assert smi_sample("no GPU here") is None
+    records = [
+        {"type": "engine", "engine": "vllm", "version": "0.9.1", "model": "Qwen/Qwen2.5-0.5B",
+         "gpus": 1, "accelerators": ["H100"], "replicas": 1, "starts": [], "lost": 0},
+        {"type": "gateway", "completions": 12, "output_tokens": 6000, "outcomes": {"ok": 12},
+         "inflight_mean": 5.5, "bound": "corpus", "bound_why": "every segment was in flight"},
+    ]  # fmt: skip
+    result = summarise(records, samples, 4.0, 0, ["a", "b"])
+    assert result["engine"] == {
+        "engine": "vllm", "version": "0.9.1", "model": "Qwen/Qwen2.5-0.5B", "gpus": 1,
+        "accelerators": ["H100"],
+    }  # fmt: skip
+    assert result["gpu"] == {
+        "name": "NVIDIA H100 80GB HBM3", "peak_used_mib": 71002, "total_mib": 81559, "samples": 2,
+    }  # fmt: skip
+    assert (result["completions_per_s"], result["output_tokens_per_s"]) == (3.0, 1500.0)
+    assert result["bound"] == "corpus" and result["exit_code"] == 0
