@@ -138,17 +138,20 @@ class Fleet:
         return self.urls
 
     def _check_local(self) -> None:
-        """On a Ray this run started (no autoscaler), too few GPUs is one line, at once."""
+        """On a Ray this run started (no autoscaler), too few GPUs for every replica at once
+        is one line, at once: a replica that does not fit would wait for ever."""
         gpus = self.spec.gpus
         if not self._local or (gpus == 0 and not self.accelerator):
             return
         total = ray.cluster_resources()
         types = _types(total)
-        fits = total.get("GPU", 0.0) >= gpus
+        found = total.get("GPU", 0.0)
+        fits = found >= gpus * len(self.slots)
         if self.accelerator:
             fits = fits and self.accelerator in types
         if not fits:
-            raise EngineFailed(no_gpu_line(gpus, self.accelerator, total.get("GPU", 0.0), types))
+            line = no_gpu_line(gpus, len(self.slots), self.accelerator, found, types)
+            raise EngineFailed(line)
 
     def _options(self) -> dict[str, Any]:
         options: dict[str, Any] = {"num_gpus": self.spec.gpus, "scheduling_strategy": "SPREAD"}

@@ -64,13 +64,15 @@ def waiting_line(
     )
 
 
-def no_gpu_line(gpus: int, accelerator: str | None, found: float, types: Sequence[str]) -> str:
-    """A local Ray (no autoscaler) that cannot hold one replica."""
+def no_gpu_line(
+    gpus: int, replicas: int, accelerator: str | None, found: float, types: Sequence[str]
+) -> str:
+    """A local Ray (no autoscaler) that cannot hold every replica at once."""
     have = f"{found:g} GPU(s)" + (f" of type {', '.join(types)}" if types else "")
     return (
-        f"--engine-gpus {gpus}: each replica needs {gpus_words(gpus, accelerator)} and this "
-        f"machine's Ray has {have} — join a cluster with GPUs (--address), or give "
-        "--engine-gpus 0 to run the engine on CPU"
+        f"--engine-gpus {gpus}: {replicas} replica(s) need {gpus_words(gpus, accelerator)} each "
+        f"and this machine's Ray has {have} — join a cluster with GPUs (--address), give fewer "
+        "--engine-replicas, or --engine-gpus 0 to run the engine on CPU"
     )
 
 
