@@ -164,7 +164,7 @@ class Fleet:
         at once, a replacement after STARTS_IN_A_ROW tries)."""
         from taguru_ray.engine.replicas.actor import Replica
 
-        failures = 0
+        failures = deaths = 0
         while True:
             slot.generation += 1
             slot.url, slot.node = None, None
@@ -178,12 +178,23 @@ class Fleet:
                 self._enter(slot, "starting")
                 result: Started | NotStarted = await slot.actor.start.remote()
             except REPLICA_DEATHS as error:
+                # Its node went while it started (spot), or its actor could not be made at
+                # all: the one is tried again, the other would be for ever.
                 self._kill(slot.actor)
+                deaths += 1
+                if deaths >= STARTS_IN_A_ROW:
+                    raise EngineFailed(
+                        f"--engine {self.spec.engine}: replica {slot.index} could not start: "
+                        f"its actor died {deaths} times in a row ({_death(error)})"
+                    ) from None
                 self._say(
                     f"engine: replica {slot.index} was lost while starting "
-                    f"({type(error).__name__}); starting another"
+                    f"({_death(error)}); starting another"
                 )
                 continue
+            except ray.exceptions.RayTaskError as error:  # `start` itself failed
+                why = f"its actor failed ({_death(error.cause or error)})"
+                result = NotStarted(why, (), "(no log)")
             if isinstance(result, NotStarted):
                 self._kill(slot.actor)
                 where = f"{placed.node_ip}:{result.log}"
@@ -254,6 +265,8 @@ class Fleet:
                 why, tail = gone.why, gone.tail
             except REPLICA_DEATHS as error:
                 why, tail = f"its actor died: {_death(error)}", ()
+            except ray.exceptions.RayError as error:  # `watch` itself failed: as good as lost
+                why, tail = f"its actor failed: {_death(error)}", ()
             if self._stopping:
                 return
             await self._replace(slot, why, tail)
