@@ -197,7 +197,7 @@ class Fleet:
                 result = NotStarted(why, (), "(no log)")
             if isinstance(result, NotStarted):
                 self._kill(slot.actor)
-                where = f"{placed.node_ip}:{result.log}"
+                where = f"{slot.node or 'its node'}:{result.log}"
                 line = not_started_line(self.spec, slot.index, result.why, result.tail, where)
                 failures += 1
                 if not again or failures >= STARTS_IN_A_ROW:
