@@ -41,7 +41,7 @@ from tests.support import CONTEXT, REPO, Cli
 
 pytestmark = pytest.mark.slow
 
-SEGMENTS = 40
+SEGMENTS = 30
 HEAD = "engine_head"  # the head's custom resource: segment workers stay there
 MODEL = "engine-cluster-model"
 
@@ -123,7 +123,7 @@ def test_replicas_write_one_simulators_bytes_and_survive_a_gpu_node_taken_back(
 ) -> None:
     made, nodes = gpu_cluster
     docs = corpus(tmp_path / "docs", SEGMENTS)
-    with SimulatorProcess("--latency-ms", "300", "--slots", "4") as one:
+    with SimulatorProcess("--slots", "8") as one:  # the bytes do not hang on its pace
         env = Cli(made.address, one).env(TAGURU_EXTRACT_MODEL=MODEL)
         clean = tmp_path / "clean"
         done = subprocess.run(
@@ -134,13 +134,14 @@ def test_replicas_write_one_simulators_bytes_and_survive_a_gpu_node_taken_back(
     del env["TAGURU_EXTRACT_URL"]
     out, sidecar = tmp_path / "out", tmp_path / "side.jsonl"
     flags = ["--engine", "simulate", "--engine-replicas", "2", "--engine-gpus", "1"]
-    flags += ["--engine-args=--latency-ms 300 --slots 4", "--diagnostics-out", str(sidecar)]
+    # Slow enough that the run outlasts the loss being noticed (a few health questions).
+    flags += ["--engine-args=--latency-ms 1000 --slots 2", "--diagnostics-out", str(sidecar)]
     driver = subprocess.Popen(
         extract(made.address, out, docs, *flags), env=env, cwd=REPO,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 240
-    while len(list(out.glob("*.jsonl"))) < 8:  # both replicas up, the run under way
+    while len(list(out.glob("*.jsonl"))) < 6:  # both replicas up, the run under way
         assert driver.poll() is None, driver.communicate()
         assert time.monotonic() < deadline, "the run made no progress"
         time.sleep(0.1)
@@ -154,7 +155,8 @@ def test_replicas_write_one_simulators_bytes_and_survive_a_gpu_node_taken_back(
         pytest.fail(f"the run hung after the node was removed:\n{driver.communicate()[1][-3000:]}")
     assert driver.returncode == 0, stderr
     assert sources(out) == sources(clean)
-    assert "replica" in stderr and "lost (its actor died" in stderr, stderr
+    lost = [line for line in stderr.splitlines() if "engine: replica" in line and " lost (" in line]
+    assert lost, stderr
     [gateway] = records(sidecar, "gateway")
     # Nothing answered twice: the lost replica's requests were asked again, each once.
     assert gateway["outcomes"]["ok"] == SEGMENTS, gateway

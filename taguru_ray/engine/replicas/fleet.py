@@ -14,11 +14,14 @@ it watch them while the run goes, and stops it however the run ends.
   request with one line holding its log's last lines (`StartupError`, exit 1).
 - **watch**: each replica's actor returns from `watch` when its server is gone
   (it exited, or stopped answering); an actor that dies (its node taken back)
-  fails the call. Either way the replica is **lost**: its endpoint is retired at
-  the gateway, the workers abandon its requests on the wire (asked again at once
-  on the replicas up — nothing checkpointed is asked again), its actor is ended
-  (its GPUs given back), and another is started wherever Ray finds the GPUs; it
-  joins the gateway as a new endpoint when it answers. A replacement that cannot
+  fails the call — which Ray says only once it has declared the node dead, so
+  the driver also asks each server's health path itself, and MISSES answers
+  missed in a row are as good as a death. Either way the replica is **lost**:
+  its endpoint is retired at the gateway, the workers abandon its requests on
+  the wire (asked again at once on the replicas up — nothing checkpointed is
+  asked again), its actor is ended (its GPUs given back), and another is
+  started wherever Ray finds the GPUs; it joins the gateway as a new endpoint
+  when it answers. A replacement that cannot
   start is tried STARTS_IN_A_ROW times, then stops the run (exit 1, its line).
 - **stop**: every server ended (SIGTERM, then its grace), every actor killed —
   its GPUs given back. The run calls it once nothing is in flight (the end, a
@@ -35,11 +38,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import ray
 
 from taguru_ray.contract.engines import ServerSpec, split_args, split_template
 from taguru_ray.contract.records.sidecar import EngineRecord, EngineStart
-from taguru_ray.engine.replicas.actor import ACCELERATOR_PREFIX, NotStarted, Placed, Started
+from taguru_ray.engine.replicas.actor import (
+    ACCELERATOR_PREFIX,
+    MISSES,
+    WATCH_S,
+    NotStarted,
+    Placed,
+    Started,
+)
+from taguru_ray.engine.replicas.server import answers
 from taguru_ray.engine.replicas.words import (
     Ledger,
     SlotView,
@@ -260,16 +272,41 @@ class Fleet:
 
     async def _watch(self, slot: Slot) -> None:
         while not self._stopping:
-            try:
-                gone = await slot.actor.watch.remote()
-                why, tail = gone.why, gone.tail
-            except REPLICA_DEATHS as error:
-                why, tail = f"its actor died: {_death(error)}", ()
-            except ray.exceptions.RayError as error:  # `watch` itself failed: as good as lost
-                why, tail = f"its actor failed: {_death(error)}", ()
+            why, tail = await self._gone(slot)
             if self._stopping:
                 return
             await self._replace(slot, why, tail)
+
+    async def _gone(self, slot: Slot) -> tuple[str, tuple[str, ...]]:
+        """Why `slot`'s replica is lost, once it is: its actor's word (its server exited or
+        stopped answering, with its log's last lines), its actor's death, or — first when
+        its node vanished — its server unanswered from here."""
+        watching = asyncio.ensure_future(_resolved(slot.actor.watch.remote()))
+        probing = asyncio.ensure_future(self._unanswered(slot))
+        try:
+            await asyncio.wait({watching, probing}, return_when=asyncio.FIRST_COMPLETED)
+            if probing.done():
+                return probing.result(), ()
+            try:
+                gone = watching.result()
+            except REPLICA_DEATHS as error:
+                return f"its actor died: {_death(error)}", ()
+            except ray.exceptions.RayError as error:  # `watch` failed: as good as lost
+                return f"its actor failed: {_death(error)}", ()
+            return gone.why, gone.tail
+        finally:
+            watching.cancel()
+            probing.cancel()
+
+    async def _unanswered(self, slot: Slot) -> str:
+        """Return once `slot`'s server missed MISSES health questions in a row from here."""
+        url = (slot.url or "").removesuffix("/v1") + self.spec.kind.health
+        misses = 0
+        async with aiohttp.ClientSession(trust_env=False) as http:  # cluster addresses: direct
+            while misses < MISSES:
+                await asyncio.sleep(WATCH_S)
+                misses = 0 if await answers(http, url) else misses + 1
+        return f"its server stopped answering {self.spec.kind.health} at {url}"
 
     async def _replace(self, slot: Slot, why: str, tail: tuple[str, ...]) -> None:
         """Retire the lost replica's endpoint, abandon its requests, start another."""

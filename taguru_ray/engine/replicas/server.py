@@ -47,6 +47,16 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+async def answers(http: aiohttp.ClientSession, url: str) -> bool:
+    """Whether GET `url` answers 200 within ASK_S."""
+    try:
+        async with http.get(url, timeout=aiohttp.ClientTimeout(total=ASK_S)) as response:
+            await response.read()
+            return response.status == 200
+    except (aiohttp.ClientError, TimeoutError, OSError):
+        return False
+
+
 @dataclass
 class Server:
     """One server process (under its guard) and where it listens."""
@@ -112,14 +122,7 @@ class Server:
 
     async def healthy(self, http: aiohttp.ClientSession) -> bool:
         """Whether the engine's health path answers 200 now."""
-        try:
-            async with http.get(
-                self.base + self.spec.kind.health, timeout=aiohttp.ClientTimeout(total=ASK_S)
-            ) as response:
-                await response.read()
-                return response.status == 200
-        except (aiohttp.ClientError, TimeoutError, OSError):
-            return False
+        return await answers(http, self.base + self.spec.kind.health)
 
     async def version(self, http: aiohttp.ClientSession) -> str | None:
         """The version the running server states (None when none of its paths says)."""
