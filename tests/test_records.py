@@ -341,8 +341,12 @@ CASES: list[tuple[type[Typed], str, dict[str, Any]]] = [
             accelerators=["H100"],
             starts=[
                 sidecar.EngineStart(
-                    replica=0, generation=1, node="10.0.0.4", accelerator="H100",
-                    version="0.9.1", start_s=41.5,
+                    replica=0,
+                    generation=1,
+                    node="10.0.0.4",
+                    accelerator="H100",
+                    version="0.9.1",
+                    start_s=41.5,
                 )
             ],
             lost=0,

@@ -162,9 +162,7 @@ def observe(samples: list[Sample], *, steady_state: bool = True) -> Observed | N
         rate_wait=(high.waited_rate_s - low.waited_rate_s) / seconds,
         window_wait=(high.window_s - low.window_s) / seconds,
         engine_wait=(high.waited_engine_s - low.waited_engine_s) / seconds,
-        short=(
-            (high.short_s - low.short_s) / (seconds * high.replicas) if high.replicas else 0.0
-        ),
+        short=((high.short_s - low.short_s) / (seconds * high.replicas) if high.replicas else 0.0),
         own_cpu=_share(low.cpu_s, high.cpu_s, high.cores, seconds),
         host_busy=_share(low.host_busy_s, high.host_busy_s, high.host_cores, seconds),
         latency_growth=growth,

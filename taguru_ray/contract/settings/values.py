@@ -287,9 +287,7 @@ def accelerator(value: str) -> str:
     node's GPUs, as its `accelerator_type:<name>` resource."""
     name = value.strip()
     if not ACCELERATOR_RE.fullmatch(name):
-        raise ValueError(
-            f"takes a Ray accelerator type such as H100, A10G or L4, got {value!r}"
-        )
+        raise ValueError(f"takes a Ray accelerator type such as H100, A10G or L4, got {value!r}")
     return name
 
 
