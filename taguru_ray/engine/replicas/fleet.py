@@ -351,7 +351,10 @@ class Fleet:
             task.cancel()
         await asyncio.gather(*self._watching, return_exceptions=True)
         actors = [slot.actor for slot in self.slots if slot.actor is not None]
-        calls = [asyncio.ensure_future(_resolved(actor.stop.remote())) for actor in actors]
+        # A replica Ray has placed has a server to end; one still waiting for its GPUs has
+        # none, and its call would wait for a node that may never come.
+        placed = [slot.actor for slot in self.slots if slot.actor is not None and slot.node]
+        calls = [asyncio.ensure_future(_resolved(actor.stop.remote())) for actor in placed]
         if calls:
             await asyncio.wait(calls, timeout=STOP_WAIT_S)
         for call in calls:
