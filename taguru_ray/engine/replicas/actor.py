@@ -36,8 +36,8 @@ import ray
 
 from taguru_ray.contract.engines import ServerSpec
 from taguru_ray.engine.replicas.server import Server, free_port, url_host
+from taguru_ray.engine.replicas.words import ACCELERATOR_PREFIX
 
-ACCELERATOR_PREFIX = "accelerator_type:"  # Ray's resource for a node's GPU type
 ACCELERATOR_LABEL = "ray.io/accelerator-type"
 POLL_S = 0.5  # between health questions while a server starts
 WATCH_S = 2.0  # between health questions while it serves

@@ -42,9 +42,8 @@ import aiohttp
 import ray
 
 from taguru_ray.contract.engines import ServerSpec, split_args, split_template
-from taguru_ray.contract.records.sidecar import EngineRecord, EngineStart
+from taguru_ray.contract.records.sidecar import EngineRecord
 from taguru_ray.engine.replicas.actor import (
-    ACCELERATOR_PREFIX,
     MISSES,
     WATCH_S,
     NotStarted,
@@ -56,6 +55,8 @@ from taguru_ray.engine.replicas.words import (
     Ledger,
     SlotView,
     Start,
+    accelerator_types,
+    death,
     lost_line,
     no_gpu_line,
     not_started_line,
@@ -156,7 +157,7 @@ class Fleet:
         if not self._local or (gpus == 0 and not self.accelerator):
             return
         total = ray.cluster_resources()
-        types = _types(total)
+        types = accelerator_types(total)
         found = total.get("GPU", 0.0)
         fits = found >= gpus * len(self.slots)
         if self.accelerator:
@@ -197,15 +198,15 @@ class Fleet:
                 if deaths >= STARTS_IN_A_ROW:
                     raise EngineFailed(
                         f"--engine {self.spec.engine}: replica {slot.index} could not start: "
-                        f"its actor died {deaths} times in a row ({_death(error)})"
+                        f"its actor died {deaths} times in a row ({death(error)})"
                     ) from None
                 self._say(
                     f"engine: replica {slot.index} was lost while starting "
-                    f"({_death(error)}); starting another"
+                    f"({death(error)}); starting another"
                 )
                 continue
             except ray.exceptions.RayTaskError as error:  # `start` itself failed
-                why = f"its actor failed ({_death(error.cause or error)})"
+                why = f"its actor failed ({death(error.cause or error)})"
                 result = NotStarted(why, (), "(no log)")
             if isinstance(result, NotStarted):
                 self._kill(slot.actor)
@@ -243,7 +244,7 @@ class Fleet:
                 if done:
                     placed: Placed = waiting.result()
                     return placed
-                seen = _types(ray.cluster_resources())
+                seen = accelerator_types(ray.cluster_resources())
                 self._say(
                     waiting_line(
                         slot.index,
@@ -290,9 +291,9 @@ class Fleet:
             try:
                 gone = watching.result()
             except REPLICA_DEATHS as error:
-                return f"its actor died: {_death(error)}", ()
+                return f"its actor died: {death(error)}", ()
             except ray.exceptions.RayError as error:  # `watch` failed: as good as lost
-                return f"its actor failed: {_death(error)}", ()
+                return f"its actor failed: {death(error)}", ()
             return gone.why, gone.tail
         finally:
             watching.cancel()
@@ -367,38 +368,10 @@ class Fleet:
 
     def record(self, run_id: str) -> EngineRecord:
         """The sidecar's `engine` record."""
-        versions = self.ledger.versions()
-        return EngineRecord(
-            run_id=run_id,
-            engine=self.spec.engine,
-            model=self.spec.model,
-            version="/".join(versions) if versions else None,
-            replicas=len(self.slots),
-            gpus=self.spec.gpus,
-            accelerator=self.accelerator,
-            accelerators=self.ledger.accelerators(),
-            starts=[EngineStart(**start.record()) for start in self.ledger.starts],
-            lost=self.ledger.lost,
-        )
+        return self.ledger.record(run_id, self.spec, len(self.slots), self.accelerator)
 
     def summary(self) -> str | None:
         """The closing line on the engine, once a replica ever answered."""
         if not self.ledger.starts:
             return None
         return self.ledger.summary(self.spec, len(self.slots))
-
-
-def _types(resources: dict[str, float]) -> list[str]:
-    """The accelerator types a cluster's resources name."""
-    return sorted(
-        key.removeprefix(ACCELERATOR_PREFIX)
-        for key in resources
-        if key.startswith(ACCELERATOR_PREFIX)
-    )
-
-
-def _death(error: BaseException) -> str:
-    """Ray's word on a dead actor, its first line (its node, its exit)."""
-    text = str(error).strip().splitlines()
-    first = next((line for line in text if line.strip()), type(error).__name__)
-    return first[:200]

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taguru_ray.contract.engines import ServerSpec
+from taguru_ray.contract.records.sidecar import EngineRecord, EngineStart
 
 PREFIX = "engine: "
+ACCELERATOR_PREFIX = "accelerator_type:"  # Ray's resource for a node's GPU type
 TAIL_JOIN = " ⏎ "  # a log's lines, on the one line a failure is
 
 
@@ -137,6 +139,24 @@ class Ledger:
     def accelerators(self) -> list[str]:
         return sorted({s.accelerator for s in self.starts if s.accelerator})
 
+    def record(
+        self, run_id: str, spec: ServerSpec, replicas: int, accelerator: str | None
+    ) -> EngineRecord:
+        """The sidecar's `engine` record: what was asked, and what each start found."""
+        versions = self.versions()
+        return EngineRecord(
+            run_id=run_id,
+            engine=spec.engine,
+            model=spec.model,
+            version="/".join(versions) if versions else None,
+            replicas=replicas,
+            gpus=spec.gpus,
+            accelerator=accelerator,
+            accelerators=self.accelerators(),
+            starts=[EngineStart(**start.record()) for start in self.starts],
+            lost=self.lost,
+        )
+
     def summary(self, spec: ServerSpec, replicas: int) -> str:
         version = "/".join(self.versions()) or "(version not stated)"
         types = self.accelerators()
@@ -148,3 +168,19 @@ class Ledger:
         if self.lost:
             line += f"; {self.lost} lost and replaced"
         return line
+
+
+def accelerator_types(resources: dict[str, float]) -> list[str]:
+    """The accelerator types a cluster's resources name."""
+    return sorted(
+        key.removeprefix(ACCELERATOR_PREFIX)
+        for key in resources
+        if key.startswith(ACCELERATOR_PREFIX)
+    )
+
+
+def death(error: BaseException) -> str:
+    """Ray's word on a dead actor, its first line (its node, its exit)."""
+    text = str(error).strip().splitlines()
+    first = next((line for line in text if line.strip()), type(error).__name__)
+    return first[:200]
