@@ -143,9 +143,9 @@ def test_a_replica_that_cannot_start_is_one_line_with_its_logs_tail(
 def test_a_dead_server_is_replaced_and_ctrl_c_or_sigkill_leave_no_server(
     cli: Cli, tmp_path: Path
 ) -> None:
-    docs = corpus(tmp_path / "docs", 30)
+    docs = corpus(tmp_path / "docs", 60)  # more than either run reaches before it is stopped
     slow = ["--engine", "simulate", "--engine-gpus", "0", "--max-inflight", "2"]
-    slow += ["--engine-args=--latency-ms 1500 --slots 1"]
+    slow += ["--engine-args=--latency-ms 1000 --slots 1"]
     interrupted = start(
         cli, tmp_path / "int", docs, "ctrl-c-model", *slow, "--engine-replicas", "2"
     )
