@@ -218,7 +218,40 @@ class ExtractRun:
         self.start_reading()  # a no-op when the driver started it before Ray
         self.stop.trap_signals()
         try:
-            return await self._run()
+            rung = await self._before_the_first_request()
+            self.monitor.begin(self.run_id)
+            await self.actors.start(rung, self.reading.inputs, self.reading.seed, self._replicas)
+            if self.fleet is not None and self.fleet.started:
+                self.fleet.attach(self.actors.gateway, self._abandon, self.stop.engine_failed)
+            # The early settling hands over at its next segment; the loop goes on from there.
+            self.reading.hand_over()
+            if await asyncio.wrap_future(self.reading.early):
+                self.workers.start()  # it stopped at a segment that needs one
+            heap.settle()  # the manifest is in: out of every later collection's walk
+            gateway = self.actors.gateway
+            pacer = asyncio.create_task(self.pacing.run(gateway, self._paced_actors))
+            engine = self.fleet.words if self.fleet is not None else lambda: None
+            watcher = asyncio.create_task(self.monitor.watch(gateway, self.pacing.now, engine))
+            tripwire = asyncio.create_task(self.stop.fail_fast())
+            try:
+                await self.dispatch.run()
+            finally:
+                pacer.cancel()
+                watcher.cancel()
+                self.workers.stop_watchdog()
+                tripwire.cancel()
+                self.monitor.clear()
+            self.same_bytes.close()
+            await self.pacing.tick(gateway, self._paced_actors())  # the run's last sample
+            await self._compact()
+            stats = await self.actors.final_stats(self.workers.flushes)
+            self.monitor.update()
+            steady = self.pacing.judged(budget_stopped=bool(stats.get("halted")))
+            await self._finish_sidecar(stats, steady)
+            said = self.fleet.summary() if self.fleet is not None else None
+            if said:
+                self.console.err(f"{FAILURE_PREFIX}{said}")  # before the summary's lines
+            return self.summary.close(stats, steady.line if steady else None)
         finally:
             # A run leaves no actor behind: the CLI's process would end them with its job,
             # but a run from Python (a notebook, a Ray task) lives on in the caller's Ray.
@@ -227,42 +260,6 @@ class ExtractRun:
             if self.fleet is not None:
                 await self.fleet.stop()
             self.actors.end()
-
-    async def _run(self) -> int:
-        rung = await self._before_the_first_request()
-        self.monitor.begin(self.run_id)
-        await self.actors.start(rung, self.reading.inputs, self.reading.seed, self._replicas)
-        if self.fleet is not None and self.fleet.started:
-            self.fleet.attach(self.actors.gateway, self._abandon, self.stop.engine_failed)
-        # The early settling hands over at its next segment; the loop goes on from there.
-        self.reading.hand_over()
-        if await asyncio.wrap_future(self.reading.early):
-            self.workers.start()  # it stopped at a segment that needs one
-        heap.settle()  # the manifest is in: out of every later collection's walk
-        gateway = self.actors.gateway
-        pacer = asyncio.create_task(self.pacing.run(gateway, self._paced_actors))
-        engine = self.fleet.words if self.fleet is not None else lambda: None
-        watcher = asyncio.create_task(self.monitor.watch(gateway, self.pacing.now, engine))
-        tripwire = asyncio.create_task(self.stop.fail_fast())
-        try:
-            await self.dispatch.run()
-        finally:
-            pacer.cancel()
-            watcher.cancel()
-            self.workers.stop_watchdog()
-            tripwire.cancel()
-            self.monitor.clear()
-        self.same_bytes.close()
-        await self.pacing.tick(gateway, self._paced_actors())  # the run's last sample
-        await self._compact()
-        stats = await self.actors.final_stats(self.workers.flushes)
-        self.monitor.update()
-        steady = self.pacing.judged(budget_stopped=bool(stats.get("halted")))
-        await self._finish_sidecar(stats, steady)
-        said = self.fleet.summary() if self.fleet is not None else None
-        if said:
-            self.console.err(f"{FAILURE_PREFIX}{said}")
-        return self.summary.close(stats, steady.line if steady else None)
 
     async def _before_the_first_request(self) -> str | None:
         """The run's starting rung, once the segments that need no request are settled.

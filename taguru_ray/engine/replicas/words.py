@@ -47,7 +47,7 @@ def up_line(index: int, node: str, accelerator: str | None, seconds: float, agai
     return f"{PREFIX}replica {index} {verb} on {on} after {seconds:.0f} s"
 
 
-def lost_line(index: int, why: str, tail: Sequence[str], abandoned: int | None = None) -> str:
+def lost_line(index: int, why: str, tail: Sequence[str]) -> str:
     line = f"{PREFIX}replica {index} lost ({why})"
     if tail:
         line += f" — last lines of its log: {TAIL_JOIN.join(tail)}"
