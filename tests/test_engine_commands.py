@@ -168,17 +168,21 @@ def test_a_ray_of_the_runs_own_with_too_few_gpus_is_one_line_at_once(
 
     resources = {"CPU": 8.0, "GPU": 1.0, "accelerator_type:L4": 1.0}
     monkeypatch.setattr(fleet.ray, "cluster_resources", lambda: resources)
-    local = fleet.Fleet(settings(engine="vllm", engine_replicas="2"), "r", lambda line: None)
+
+    def local(**flags: str) -> fleet.Fleet:
+        made = fleet.Fleet(settings(engine="vllm", **flags), "r", print)
+        made.own_ray = True  # a Ray the run started: nothing will add a GPU
+        return made
+
     with pytest.raises(fleet.EngineFailed) as refused:
-        local._check_local()
+        local(engine_replicas="2")._check_local()
     assert str(refused.value) == (
         "--engine-gpus 1: 2 replica(s) need 1 GPU each and this machine's Ray has 1 GPU(s) of "
         "type L4 — join a cluster with GPUs (--address), give fewer --engine-replicas, or "
         "--engine-gpus 0 to run the engine on CPU"
     )
-    fleet.Fleet(settings(engine="vllm", engine_accelerator="L4"), "r", print)._check_local()
+    local(engine_accelerator="L4")._check_local()
     with pytest.raises(fleet.EngineFailed, match="of type H100 each"):
-        fleet.Fleet(settings(engine="vllm", engine_accelerator="H100"), "r", print)._check_local()
-    # A cluster joined with --address may grow: nothing is refused up front.
-    joined = settings(engine="vllm", engine_replicas="9", address="head:6379")
-    fleet.Fleet(joined, "r", print)._check_local()
+        local(engine_accelerator="H100")._check_local()
+    # A Ray the run joined (--address, or one its caller started) may grow: no refusal.
+    fleet.Fleet(settings(engine="vllm", engine_replicas="9"), "r", print)._check_local()

@@ -318,6 +318,8 @@ def execute(
                 _reachable(settings.scale.address)  # a dead head is named first, as before
             run.check_endpoints()
             started = start_ray(settings.scale.address)
+            if run.fleet is not None:
+                run.fleet.own_ray = started  # too few GPUs there is one line, not a wait
             try:
                 return Executed(asyncio.run(run.run()), run)
             finally:

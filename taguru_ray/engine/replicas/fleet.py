@@ -112,7 +112,7 @@ class Fleet:
         )
         self.accelerator = serving.engine_accelerator
         self._start_secs = serving.engine_start_secs
-        self._local = settings.scale.address is None  # a Ray of its own: nothing autoscales
+        self.own_ray = False  # the run started its Ray: no autoscaler will add a GPU
         self._run_id = run_id
         self._say = lambda line: say(f"{MESSAGE_PREFIX}{line}")  # every line of extract's
         self.slots = [Slot(index) for index in range(serving.engine_replicas)]
@@ -154,7 +154,7 @@ class Fleet:
         """On a Ray this run started (no autoscaler), too few GPUs for every replica at once
         is one line, at once: a replica that does not fit would wait for ever."""
         gpus = self.spec.gpus
-        if not self._local or (gpus == 0 and not self.accelerator):
+        if not self.own_ray or (gpus == 0 and not self.accelerator):
             return
         total = ray.cluster_resources()
         types = accelerator_types(total)
