@@ -12,7 +12,8 @@
 #
 # Needs the NVIDIA driver (nvidia-smi), Python 3.11 or later, and network access to
 # PyPI and Hugging Face. It builds a venv of its own (.venv-gpu; VENV= to choose
-# another) so the project's .venv never holds CUDA wheels; a second run reuses it.
+# another) so the project's .venv never holds CUDA wheels; a second run reuses it
+# (GPU_CHECK_INSTALL=0 skips the install into a venv that has vLLM already).
 set -eu
 cd "$(dirname "$0")/.."
 MODEL="${MODEL:-Qwen/Qwen2.5-0.5B-Instruct}"
@@ -21,7 +22,9 @@ if ! command -v nvidia-smi >/dev/null 2>&1; then
     echo "gpu_check: nvidia-smi is not on PATH — run this on a host with an NVIDIA GPU and its driver" >&2
     exit 2
 fi
-if command -v uv >/dev/null 2>&1; then
+if [ "${GPU_CHECK_INSTALL:-1}" = 0 ]; then
+    :  # a venv that already holds taguru-ray and vLLM
+elif command -v uv >/dev/null 2>&1; then
     [ -x "$VENV/bin/python" ] || uv venv --seed --python 3.11 "$VENV"
     uv pip install --python "$VENV/bin/python" -e . vllm
 else
