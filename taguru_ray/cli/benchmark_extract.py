@@ -307,11 +307,9 @@ def _run(args: Any) -> int:
     )
     for cell in cells:
         if cell["outcome"] == "failed":
-            print(
-                f"{PREFIX}cell {cell['cell_id']} failed — its measurements are kept "
-                f"(`benchmark compare` reads them); why: {cell['cell_dir']}/stderr.log",
-                file=sys.stderr,
-            )
+            print(f"{PREFIX}cell {cell['cell_id']} failed — its measurements are kept "
+                  f"(`benchmark compare` reads them); why: {cell['cell_dir']}/stderr.log",
+                  file=sys.stderr)
     # A failed cell fails the command, as a failed segment fails `extract`: a nightly
     # script must not read exit 0 over a matrix that holds one (ADR 0051).
     return EXIT_FAILED if counts["failed"] else EXIT_OK

@@ -47,7 +47,9 @@ def money(usd: float) -> str:
     return f"${usd:.2f}" if usd >= 1 else f"${usd:.4f}"
 
 
-def estimate_line(estimate: Estimate, tariff: Tariff, counter: Counter = HEURISTIC_COUNTER) -> str:
+def estimate_line(
+    estimate: Estimate, tariff: Tariff, counter: Counter = HEURISTIC_COUNTER
+) -> str:
     """What --dry-run says the planned segments will cost: an estimate, with its basis
     (how the tokens were counted) and the error measured for that way of counting."""
     cost = tariff.cost(estimate.input_tokens, estimate.output_tokens, 0.0)
