@@ -187,12 +187,7 @@ def start_ray(address: str | None) -> bool:
     if address is not None:
         _reachable(address)
     try:
-        ray.init(
-            address=address or "local",
-            logging_level=logging.ERROR,
-            log_to_driver=False,
-            include_dashboard=False if address is None else None,
-        )
+        _init(address)
     except (KeyboardInterrupt, StartupError):
         raise
     except Exception as error:
@@ -207,6 +202,30 @@ def start_ray(address: str | None) -> bool:
             f"{where}: Ray did not start ({type(error).__name__}: {first[:300]}) — {fix}"
         ) from None
     return address is None
+
+
+LOCAL_START_ATTEMPTS = 3
+
+
+def _init(address: str | None) -> None:
+    """ray.init; a local start is tried again when its raylet missed Ray's fixed 30 s to
+    register, which a machine loaded far past its cores does now and then (seen in CI at a
+    load of 30 on 2 cores). A failed start's processes end with this one (Ray's reaper)."""
+    for attempt in range(1 if address else LOCAL_START_ATTEMPTS):
+        try:
+            ray.init(
+                address=address or "local",
+                logging_level=logging.ERROR,
+                log_to_driver=False,
+                include_dashboard=False if address is None else None,
+            )
+            return
+        except Exception as error:
+            if address or attempt == LOCAL_START_ATTEMPTS - 1:
+                raise
+            if "timed out during startup" not in str(error):
+                raise
+            ray.shutdown()
 
 
 def _reachable(address: str) -> None:
