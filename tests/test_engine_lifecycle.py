@@ -7,6 +7,7 @@ argv carries), so the suite pays for one wait, not one per case.
 
 from __future__ import annotations
 
+import random
 import signal
 import socket
 import subprocess
@@ -171,8 +172,11 @@ def test_a_dead_server_is_replaced_and_ctrl_c_or_sigkill_leave_no_server(
 
 def test_the_guard_ends_the_servers_group_when_its_parent_goes(tmp_path: Path) -> None:
     """Its parent gone, the guard ends the server and the server's own children."""
+    # Sleeps of durations no other process on this shared machine has: another suite
+    # running this very test at once must not be counted as this one's server.
+    first, second = (f"{300 + n + random.random():.6f}" for n in (0, 1))
     script = tmp_path / "server.sh"
-    script.write_text("sleep 300 & sleep 301\n")
+    script.write_text(f"sleep {first} & sleep {second}\n")
     parent = subprocess.Popen(
         [
             "python3", "-c",
@@ -186,7 +190,7 @@ def test_the_guard_ends_the_servers_group_when_its_parent_goes(tmp_path: Path) -
     def sleepers() -> list[psutil.Process]:
         return [
             p for p in psutil.process_iter(["cmdline"])
-            if (p.info["cmdline"] or [])[:2] in (["sleep", "300"], ["sleep", "301"])
+            if (p.info["cmdline"] or [])[:2] in (["sleep", first], ["sleep", second])
         ]  # fmt: skip
 
     deadline = time.monotonic() + 30
@@ -195,7 +199,7 @@ def test_the_guard_ends_the_servers_group_when_its_parent_goes(tmp_path: Path) -
         time.sleep(0.1)
     parent.kill()
     parent.wait()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60  # a poll of 0.2 s and a grace of 5 s, on a busy machine
     while sleepers():
         assert time.monotonic() < deadline, "the server's group outlived its guard's parent"
         time.sleep(0.1)
