@@ -4,6 +4,15 @@ CONTRACT.md section 1: the output name is ``flatten(source)`` + ``-`` + the
 first 16 hex of sha256(source) + ``.jsonl``; the checkpoint, trace and
 attempts log share that stem. The hash keeps two inputs that flatten alike
 (``a/b.md`` and ``a__b.md``) apart.
+
+A dataset row's source is its shard's path, ``#`` and the row's id
+(``data/part-0.parquet#doc-7``, ADR 0075). Its id is the dataset's, any text at
+all, so its name keeps only ASCII letters, digits, ``.``, ``_`` and ``-`` of the
+flattened source (every other character one ``_``): a name safe on every
+filesystem and in every object-store URL (no ``#``, ``?``, ``%``, ``*``, ``"``,
+``<``, ``>``, ``|`` or space), still unique and stable by the same hash of the
+whole source. A source ending in ``.md`` or ``.txt`` keeps the reference's name
+whatever it holds, so no name the reference gives changes.
 """
 
 from __future__ import annotations
@@ -11,12 +20,21 @@ from __future__ import annotations
 import functools
 import hashlib
 import posixpath
+import re
 import shlex
 
 from taguru_ray.contract.control_chars import unsafe
 
 MAX_FLAT_BYTES = 120
 CUT_FLAT_BYTES = 96
+
+# The names a segment file has (the reference's) and those a dataset's shards have.
+SEGMENT_SUFFIXES = (".md", ".txt")
+DATASET_SUFFIXES = (".parquet", ".jsonl", ".jsonl.gz", ".csv")
+ROW_MARK = "#"
+# A shard's name, then the row mark: the first such place splits a row source.
+_ROW = re.compile(r"\.(?:parquet|jsonl\.gz|jsonl|csv)#", re.DOTALL)
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 # What --out holds besides the source files (README "What --out holds").
 MANIFEST = ".extract-manifest.json"
@@ -39,12 +57,34 @@ def flatten(source: str) -> str:
     return flat
 
 
+def row_source(shard: str, row_id: str) -> str:
+    """A dataset row's source: its shard's path as seen, ``#``, its id."""
+    return f"{shard}{ROW_MARK}{row_id}"
+
+
+def split_row(source: str) -> tuple[str, str] | None:
+    """(shard, id) of a row source; None for any other source (a file's path, and any
+    source ending in ``.md`` or ``.txt``, whose name stays the reference's)."""
+    if ROW_MARK not in source or source.endswith(SEGMENT_SUFFIXES):
+        return None
+    found = _ROW.search(source)
+    if found is None:
+        return None
+    return source[: found.end() - 1], source[found.end() :]
+
+
+def _row_flat(source: str) -> str:
+    flat = _UNSAFE.sub("_", flatten(source))
+    return flat if len(flat) <= MAX_FLAT_BYTES else flat[:CUT_FLAT_BYTES]
+
+
 # A segment's names are asked for several times (the scan, the manifest check, its
 # checkpoint, trace and attempts log); a hash per ask showed in the skip path.
 @functools.lru_cache(maxsize=4096)
 def output_stem(source: str) -> str:
     digest = hashlib.sha256(source.encode("utf-8")).hexdigest()[:16]
-    return f"{flatten(source)}-{digest}"
+    flat = _row_flat(source) if split_row(source) is not None else flatten(source)
+    return f"{flat}-{digest}"
 
 
 def output_name(source: str) -> str:
@@ -61,7 +101,11 @@ def attempts_name(source: str) -> str:
 
 
 def file_stem(source: str) -> str:
-    """The file name minus its last extension: what ``--source-id ID/<stem>`` appends."""
+    """The file name minus its last extension: what ``--source-id ID/<stem>`` appends;
+    a row's is its shard's, ``#`` and its id (``part-0#doc-7``)."""
+    row = split_row(source)
+    if row is not None:
+        return file_stem(row[0]) + ROW_MARK + row[1]
     base = posixpath.basename(source.replace("\\", "/"))
     stem, dot, _ = base.rpartition(".")
     return stem if dot and stem else base

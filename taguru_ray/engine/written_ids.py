@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 
 from taguru_ray.contract.names import written_id
 from taguru_ray.pipeline.run_inputs import RunInputs
-from taguru_ray.store.inputs import SourceList
+from taguru_ray.store.corpus import Corpus
 from taguru_ray.text.redact import scan_answer_text
 
 
@@ -44,7 +44,7 @@ class WrittenIds:
         """The repeats of a run over `sources` (`settings.source.source_id`)."""
         several = len(sources) > 1
         if not several or (
-            source_id is None and isinstance(sources, SourceList) and sources.parts == 1
+            source_id is None and isinstance(sources, Corpus) and sources.arguments == 1
         ):
             return cls(None, 0)
         rules = inputs.redaction if inputs is not None else ()

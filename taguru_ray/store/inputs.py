@@ -1,134 +1,141 @@
-"""The segments a run reads: positional paths expanded, local or fsspec URLs.
+"""The segments a run reads: positional paths expanded, local or fsspec URLs (ADR 0075).
 
-A file argument is taken as it is; a folder contributes its regular ``*.md``
-and ``*.txt`` files (case-sensitive, not recursive), sorted by name. The
-*source* of a segment is the path string as seen — the folder as typed joined
-with the file name, never canonicalised — because it names the segment in the
-header, the manifest and every record.
+A file argument is taken as it is: a dataset shard (``.parquet``, ``.jsonl``,
+``.jsonl.gz``, ``.csv``) is read a row a segment (`store/datasets.py`), any other
+file is one segment. A folder contributes its regular segment files (``*.md``
+and ``*.txt``: case-sensitive, the reference's rule), sorted by name; a folder
+holding none but holding shards is a dataset, its shards read in name order.
+With ``recursive`` a folder is read at every depth, as a stream
+(`store.walk.ordered`), in the byte order of the whole paths. What a folder
+holds that is not read is said, never skipped in silence: one note names the
+subfolders left unread (without ``recursive``) and how many entries each
+holds, another the shards beside a folder's segment files; a subfolder that
+cannot be listed is a source of its own that fails by name (exit 1).
 
-The sources are held as a `SourceList`: a folder's names front-coded, a path
-made when asked for (ADR 0042). A million paths as strings cost most of two
-hundred megabytes of driver memory.
+The *source* of a segment is the path string as seen — the folder as typed
+joined with the file's path under it, never canonicalised — because it names
+the segment in the header, the manifest and every record; a row's is its
+shard's, ``#`` and its id (`contract.names.row_source`).
+
+The sources are held as a `Corpus` (`store/corpus.py`): a folder's names
+front-coded, a shard's ids one Arrow array, a path made when asked for (ADR
+0042).
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
-import stat
-from bisect import bisect_right
-from collections.abc import Iterator, Sequence
-from typing import Any, overload
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from taguru_ray.contract.items import MAX_PASSAGE_BYTES
+from taguru_ray.contract.names import DATASET_SUFFIXES, SEGMENT_SUFFIXES
+from taguru_ray.contract.settings.groups import Source
 from taguru_ray.errors import UsageError
-from taguru_ray.store.front_coded import FrontCoded
+from taguru_ray.store.corpus import Broken, Corpus, FolderPart
+from taguru_ray.store.datasets import Columns, shard_part
+from taguru_ray.store.regular import NotRegularFile, kind_of, read_regular
+from taguru_ray.store.shapes import TEXT, shape_of
+from taguru_ray.store.walk import ordered
 from taguru_ray.text.terminal import printable
 
-SEGMENT_SUFFIXES = (".md", ".txt")
-# Read at most this much: enough to tell an over-cap segment apart without
-# reading all of it (a leading BOM does not count against the cap).
-READ_LIMIT = MAX_PASSAGE_BYTES + 4
+__all__ = [
+    "READ_LIMIT",
+    "SEGMENT_SUFFIXES",
+    "Columns",
+    "Corpus",
+    "NotRegularFile",
+    "corpus_of",
+    "expand",
+    "iter_sources",
+    "read_regular",
+    "read_source",
+]
 
-
-class NotRegularFile(OSError):
-    """A FIFO, a device, a socket: reading one could block forever or never end."""
-
-
-_KINDS = (
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISDIR, "a folder"),
-)
-
-
-def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
-
-
-def read_regular(path: str, limit: int | None = None) -> bytes:
-    """A regular file's bytes (at most `limit`), local path or fsspec URL.
-
-    Anything else — a FIFO, /dev/zero, a socket — is `NotRegularFile` before a byte
-    is read: a local one is opened without blocking and judged by its own fstat,
-    so a file swapped for a FIFO after a check still cannot hang the run.
-    """
-    if "://" not in path:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        try:
-            mode = os.fstat(fd)
-            if not stat.S_ISREG(mode.st_mode):
-                raise NotRegularFile(f"{_kind(mode.st_mode)}, not a regular file")
-            # Asked for by its size (plus one byte: a file growing as it is read is read
-            # as it was, never past the limit), with no file object around the descriptor:
-            # building one cost more than reading a small segment.
-            size = mode.st_size
-            if limit is None:
-                return _read_to_end(fd, size + 1)
-            want = size + 1 if size < limit else limit
-            data = os.read(fd, want)
-            if len(data) < min(size, want):  # short of what fstat said: read on, to `want`
-                data += _read_to_end(fd, want - len(data), want - len(data))
-            return data
-        finally:
-            os.close(fd)
-    fs, root = fsspec.core.url_to_fs(path)
-    kind = fs.info(root).get("type")
-    if kind != "file":
-        raise NotRegularFile(f"{kind or 'not a file'}, not a regular file")
-    with fs.open(root, "rb") as handle:
-        return bytes(handle.read() if limit is None else handle.read(limit))
-
-
-def _read_to_end(fd: int, first: int, limit: int | None = None) -> bytes:
-    """The rest of `fd` (at most `limit` bytes), the first read asking for `first`."""
-    parts: list[bytes] = []
-    held = 0
-    ask = first
-    while limit is None or held < limit:
-        more = os.read(fd, ask if limit is None else min(ask, limit - held))
-        if not more:
-            break
-        parts.append(more)
-        held += len(more)
-        ask = 1 << 20
-    return b"".join(parts)
+READ_LIMIT = TEXT.read_limit
+NAMED = 5  # subfolders a note names with their counts; the rest are counted
 
 
 def _join(folder: str, name: str) -> str:
     return folder + name if folder.endswith("/") else f"{folder}/{name}"
 
 
-def _file_names(fs: Any, root: str, path: str) -> list[str]:
-    """The segment files directly in a folder; a local one is read with one scandir
-    (fsspec's local listing stats every entry, a second at 100 000 files). An entry
-    named like a segment that is no regular file (a FIFO, a device, a link that loops
-    or dangles) is a usage error naming it: left out, its segment would go missing."""
+@dataclass
+class _Listing:
+    """One folder's entries, sorted: segment files, dataset shards, subfolders (with
+    their entry counts, or why they could not be listed)."""
+
+    segments: list[str] = field(default_factory=list)
+    shards: list[str] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)
+
+
+def _listing(fs: Any, root: str, path: str) -> _Listing:
+    """A folder's entries; a local one is read with one scandir (fsspec's local listing
+    stats every entry, a second at 100 000 files). An entry named like an input that is
+    no regular file (a FIFO, a device, a link that loops or dangles) is a usage error
+    naming it: left out, its segments would go missing. Hidden names are not entries."""
+    found = _Listing()
     if isinstance(fs, LocalFileSystem):
-        names = []
         with os.scandir(root) as entries:
             for entry in entries:
-                if not entry.name.endswith(SEGMENT_SUFFIXES):
+                if entry.name.startswith("."):
+                    continue
+                shape = shape_of(entry.name)
+                if shape is None:
+                    if _is_folder(entry):
+                        _check_utf8(_join(path, entry.name))
+                        found.folders.append(entry.name)
                     continue
                 _check_utf8(_join(path, entry.name))
                 if not _is_file(entry):
+                    if _is_folder(entry):
+                        found.folders.append(entry.name)
+                        continue
                     raise UsageError(
                         f"{_join(path, entry.name)}: {_entry_kind(entry)}, not a regular file "
                         "— remove it or name the files to read"
                     )
-                names.append(entry.name)
-        return names
-    return [
-        name
-        for entry in fs.ls(root, detail=True)
-        if entry.get("type") == "file"
-        and (name := posixpath.basename(str(entry["name"]).rstrip("/"))).endswith(SEGMENT_SUFFIXES)
-    ]
+                (found.shards if shape.rows else found.segments).append(entry.name)
+    else:
+        for entry in fs.ls(root, detail=True):
+            name = posixpath.basename(str(entry["name"]).rstrip("/"))
+            itself = str(entry["name"]).rstrip("/") == root.rstrip("/")
+            if not name or name.startswith(".") or itself:
+                continue
+            if entry.get("type") == "directory":
+                found.folders.append(name)
+                continue
+            shape = shape_of(name)
+            if entry.get("type") == "file" and shape is not None:
+                (found.shards if shape.rows else found.segments).append(name)
+    found.segments.sort()
+    found.shards.sort()
+    found.folders.sort()
+    return found
+
+
+def _count_entries(fs: Any, root: str) -> int:
+    """The entries directly in a folder, hidden names aside; OSError when unlistable."""
+    if isinstance(fs, LocalFileSystem):
+        with os.scandir(root) as entries:
+            return sum(1 for entry in entries if not entry.name.startswith("."))
+    try:
+        listed = fs.ls(root, detail=False)
+    except OSError:
+        raise
+    except Exception as error:  # object stores raise their own types
+        raise OSError(str(error)) from error
+    return sum(
+        1
+        for name in listed
+        if not posixpath.basename(str(name).rstrip("/")).startswith(".")
+        and str(name).rstrip("/") != root.rstrip("/")
+    )
 
 
 def _check_utf8(path: str) -> None:
@@ -145,7 +152,7 @@ def _check_utf8(path: str) -> None:
 
 def _entry_kind(entry: os.DirEntry[str]) -> str:
     try:
-        return _kind(entry.stat().st_mode)
+        return kind_of(entry.stat().st_mode)
     except OSError as error:  # a link that loops or points at nothing
         return f"a symbolic link that cannot be followed ({error.strerror or error})"
 
@@ -157,91 +164,30 @@ def _is_file(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-class SourceList(Sequence[str]):
-    """The sources of a run in order, a part per argument: a folder's part is the folder
-    as typed and its names, sorted and front-coded (`store/front_coded.py`: about 7 bytes
-    a name where a path string costs over a hundred); a file's part is its path alone. A
-    path is made when asked for. Equal to a list of the same paths."""
-
-    def __init__(self) -> None:
-        self._starts: list[int] = []  # the index each part starts at
-        self._parts: list[tuple[str, FrontCoded | None]] = []  # (prefix, names)
-        self._count = 0
-
-    def add_file(self, path: str) -> None:
-        self._add(path, None, 1)
-
-    def add_folder(self, folder: str, names: list[str]) -> None:
-        """`names` (sorted, as listed) under `folder`, each joined as `_join` joins it."""
-        coded = FrontCoded()
-        for name in names:
-            coded.append(name.encode("utf-8", "surrogatepass"))
-        self._add(folder if folder.endswith("/") else folder + "/", coded, len(names))
-
-    def _add(self, prefix: str, names: FrontCoded | None, count: int) -> None:
-        self._starts.append(self._count)
-        self._parts.append((prefix, names))
-        self._count += count
-
-    @property
-    def parts(self) -> int:
-        """How many arguments the paths came from (one: no path can repeat)."""
-        return len(self._parts)
-
-    def __len__(self) -> int:
-        return self._count
-
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self[at] for at in range(*index.indices(self._count))]
-        if index < 0:
-            index += self._count
-        if not 0 <= index < self._count:
-            raise IndexError("source index out of range")
-        part = 0 if len(self._starts) == 1 else bisect_right(self._starts, index) - 1
-        prefix, names = self._parts[part]
-        if names is None:
-            return prefix
-        return prefix + names[index - self._starts[part]].decode("utf-8", "surrogatepass")
-
-    def __iter__(self) -> Iterator[str]:
-        for prefix, names in self._parts:
-            if names is None:
-                yield prefix
-                continue
-            for name in names:
-                yield prefix + name.decode("utf-8", "surrogatepass")
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, SourceList | list):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, like a list
-
-    def __repr__(self) -> str:
-        return f"SourceList({list(self)!r})"
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
-def expand(paths: tuple[str, ...] | list[str]) -> SourceList:
+def expand(
+    paths: tuple[str, ...] | list[str], *, recursive: bool = False, columns: Columns | None = None
+) -> Corpus:
     """Every segment source, in argument order, folders expanded in name order.
 
     A path that is no folder and no regular file (a FIFO, a device, a link that
     loops or dangles), or a folder that cannot be listed, is a usage error naming
     it: nothing is read and nothing written. A path a folder on its way hides (no
     search permission) is taken as a file: its read fails by name, like any
-    unreadable segment's, and the rest are written.
+    unreadable segment's, and the rest are written. `columns`: the dataset's
+    text and id columns (`--text-column`, `--id-column`).
     """
-    sources = SourceList()
+    corpus = Corpus()
+    columns = columns or Columns()
     for path in paths:
         try:
-            _expand_one(path, sources)
+            _expand_one(path, corpus, recursive, columns)
         except UsageError:
             raise
         except OSError as error:
@@ -249,16 +195,17 @@ def expand(paths: tuple[str, ...] | list[str]) -> SourceList:
             raise UsageError(
                 f"{path}: cannot be read ({why}) — name readable files or folders"
             ) from None
-    return sources
+        corpus.arguments += 1
+    return corpus
 
 
-def _expand_one(path: str, sources: SourceList) -> None:
+def _expand_one(path: str, corpus: Corpus, recursive: bool, columns: Columns) -> None:
     _check_utf8(path)
     if "://" not in path:
         try:
             os.stat(path)
         except PermissionError:  # a folder on its way hides it: not missing, unreadable —
-            sources.add_file(path)  # its read fails by name, and the rest are written
+            corpus.add_file(path)  # its read fails by name, and the rest are written
             return
         except OSError as error:
             if os.path.islink(path):  # ELOOP, or a link to nothing
@@ -271,26 +218,133 @@ def _expand_one(path: str, sources: SourceList) -> None:
             raise
     fs, root = fsspec.core.url_to_fs(path)
     if fs.isdir(root):
-        names = _file_names(fs, root, path)
-        if not names:
-            raise UsageError(
-                f"{path}: the folder holds no .md or .txt files — name files or another folder"
-            )
-        names.sort()
-        sources.add_folder(path, names)
+        if recursive:
+            _expand_tree(fs, root, path, corpus, columns)
+        else:
+            _expand_folder(fs, root, path, corpus, columns)
         return
     if not fs.exists(root):
         raise UsageError(f"{path}: no such file or folder")
     kind = fs.info(root).get("type")
     if kind != "file":
-        what = _kind(os.stat(root).st_mode) if "://" not in path else str(kind)
+        what = kind_of(os.stat(root).st_mode) if "://" not in path else str(kind)
         raise UsageError(f"{path}: {what}, not a regular file — name .md/.txt files or a folder")
-    sources.add_file(path)
+    shape = shape_of(path)
+    if shape is not None and shape.rows:
+        corpus.add(shard_part(path, columns))
+    else:
+        corpus.add_file(path)
+
+
+def _expand_folder(fs: Any, root: str, path: str, corpus: Corpus, columns: Columns) -> None:
+    listing = _listing(fs, root, path)
+    if not listing.segments and not listing.shards:
+        held = (
+            f" (it holds {len(listing.folders)} subfolder(s): add --recursive to read them)"
+            if listing.folders
+            else ""
+        )
+        raise UsageError(
+            f"{path}: the folder holds no .md or .txt files nor dataset shards "
+            f"({', '.join(DATASET_SUFFIXES)}){held} — name files or another folder"
+        )
+    if listing.segments:
+        corpus.add(FolderPart(path, listing.segments))
+        if listing.shards:
+            corpus.notes.append(_shards_note(path, listing.shards))
+    else:
+        for name in listing.shards:
+            corpus.add(shard_part(_join(path, name), columns))
+    counted: list[tuple[str, int]] = []
+    for name in listing.folders:
+        sub = _join(path, name)
+        try:
+            counted.append((name, _count_entries(fs, _join(root, name))))
+        except OSError as error:
+            corpus.add(Broken(sub, _unlisted(error.strerror or str(error))))
+    if counted:
+        corpus.notes.append(_folders_note(path, counted))
+
+
+def _expand_tree(fs: Any, root: str, path: str, corpus: Corpus, columns: Columns) -> None:
+    """Every input under `root`, at every depth, streamed in path order: segment files
+    into one front-coded part as they come; shards held (as names) until the walk ends,
+    since a tree holding segment files reads those alone."""
+    files = FolderPart(path, ())
+    shards: list[str] = []
+    broken: list[Broken] = []
+    for found in ordered(fs, root):
+        if found.unlisted is not None:
+            if not found.path:  # the folder named itself
+                raise OSError(found.unlisted)
+            broken.append(Broken(_join(path, found.path), _unlisted(found.unlisted)))
+            continue
+        shape = shape_of(posixpath.basename(found.path))
+        if shape is None:
+            continue
+        _check_utf8(_join(path, found.path))
+        if not found.regular:
+            raise UsageError(
+                f"{_join(path, found.path)}: not a regular file (a FIFO, a device or a link "
+                "that cannot be followed) — remove it or name the files to read"
+            )
+        if shape.rows:
+            shards.append(found.path)
+        else:
+            files.append(found.path)
+    if not len(files) and not shards and not broken:
+        raise UsageError(
+            f"{path}: the tree holds no .md or .txt files nor dataset shards "
+            f"({', '.join(DATASET_SUFFIXES)}) at any depth — name files or another folder"
+        )
+    if len(files):
+        corpus.add(files)
+        if shards:
+            corpus.notes.append(_shards_note(path, shards))
+    else:
+        for name in shards:
+            corpus.add(shard_part(_join(path, name), columns))
+    for part in broken:
+        corpus.add(part)
+
+
+def _unlisted(why: str) -> str:
+    return (
+        f"a folder that cannot be listed ({why}) — its files were not read; make it "
+        "readable and run again"
+    )
+
+
+def _folders_note(path: str, counted: list[tuple[str, int]]) -> str:
+    named = ", ".join(f"{name}/ ({count} entries)" for name, count in counted[:NAMED])
+    more = f", and {len(counted) - NAMED} more" if len(counted) > NAMED else ""
+    return (
+        f"{printable(path)}: not read: {len(counted)} subfolder(s) — {named}{more}; add "
+        "--recursive to read them"
+    )
+
+
+def _shards_note(path: str, shards: list[str]) -> str:
+    named = ", ".join(printable(name) for name in shards[:NAMED])
+    more = f", and {len(shards) - NAMED} more" if len(shards) > NAMED else ""
+    return (
+        f"{printable(path)}: not read: {len(shards)} dataset shard(s) beside its .md/.txt "
+        f"files — {named}{more}; name them (or a folder of shards alone) to read their rows"
+    )
+
+
+def corpus_of(source: Source) -> Corpus:
+    """The corpus the run's `source` settings name: its paths, --recursive, the columns."""
+    return expand(
+        source.paths,
+        recursive=source.recursive,
+        columns=Columns(source.text_column, source.id_column),
+    )
 
 
 def read_source(source: str) -> bytes:
-    """A segment's bytes, at most READ_LIMIT of them; OSError when unreadable (a FIFO or
-    a device included: `NotRegularFile`)."""
+    """A segment file's bytes, at most READ_LIMIT of them; OSError when unreadable (a FIFO
+    or a device included: `NotRegularFile`)."""
     return read_regular(source, READ_LIMIT)
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,3 +115,89 @@ def _remote(fs: Any, root: str, folder: str) -> list[tuple[str, bool]]:
 
 def _why(error: OSError) -> str:
     return error.strerror or str(error) or type(error).__name__
+
+
+@dataclass(frozen=True)
+class Found:
+    """One entry of an ordered walk: a file (`regular` False for a FIFO, a device, a
+    link that cannot be followed), or a folder it could not list (`unlisted`: why)."""
+
+    path: str  # relative to the root, '/'-joined
+    regular: bool = True
+    unlisted: str | None = None
+
+
+def ordered(fs: Any, root: str, *, hidden: bool = False) -> Iterator[Found]:
+    """Every file under `root` in path order, as a stream: one folder's listing held at a
+    time (and the names of the folders still to enter), never the tree's — a tree of a
+    million files is walked in the memory of its largest folder. Children are ordered
+    by name with a folder's name read as ending in ``/``, so the files come out in the
+    byte order of their whole paths (``a/b.md`` before ``a/b/c.md``). A folder that
+    cannot be listed comes out as `Found.unlisted` where its files would have been; a
+    name starting with ``.`` is skipped unless `hidden`, as `walk` skips it."""
+    local = isinstance(fs, LocalFileSystem)
+    seen: set[tuple[int, int]] = set()
+    # Folders still to enter, each with its sorted children still to go, innermost last.
+    stack: list[tuple[str, Iterator[tuple[str, bool, bool]]]] = []
+    listed = _children(fs, root, "", seen, local, hidden)
+    if isinstance(listed, Found):
+        yield listed
+        return
+    stack.append(("", iter(listed)))
+    while stack:
+        folder, children = stack[-1]
+        child = next(children, None)
+        if child is None:
+            stack.pop()
+            continue
+        name, is_folder, regular = child
+        relative = posixpath.join(folder, name) if folder else name
+        if not is_folder:
+            yield Found(relative, regular)
+            continue
+        listed = _children(fs, root, relative, seen, local, hidden)
+        if isinstance(listed, Found):
+            yield listed
+        else:
+            stack.append((relative, iter(listed)))
+
+
+def _children(
+    fs: Any, root: str, folder: str, seen: set[tuple[int, int]], local: bool, hidden: bool
+) -> list[tuple[str, bool, bool]] | Found:
+    """(name, is a folder, is a regular file) of a folder's entries in walk order, or the
+    `Found` saying it could not be listed."""
+    try:
+        if local:
+            entries = _local_kinds(root, folder, seen)
+        else:
+            entries = [(name, is_folder, True) for name, is_folder in _remote(fs, root, folder)]
+    except OSError as error:
+        return Found(folder, False, _why(error))
+    kept = [entry for entry in entries if hidden or not entry[0].startswith(".")]
+    kept.sort(key=lambda entry: entry[0] + "/" if entry[1] else entry[0])
+    return kept
+
+
+def _local_kinds(
+    root: str, folder: str, seen: set[tuple[int, int]]
+) -> list[tuple[str, bool, bool]]:
+    path = os.path.join(root, folder) if folder else root
+    with os.scandir(path) as listing:
+        identity = os.stat(path)
+        key = (identity.st_dev, identity.st_ino)
+        if key in seen:
+            return []
+        seen.add(key)
+        found = []
+        for entry in listing:
+            is_folder = _is_folder(entry)
+            found.append((entry.name, is_folder, is_folder or _is_regular(entry)))
+        return found
+
+
+def _is_regular(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()  # follows a link
+    except OSError:
+        return False

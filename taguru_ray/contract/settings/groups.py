@@ -48,9 +48,25 @@ class Source(Group):
 
     paths: Annotated[
         tuple[str, ...],
-        Knob("segment files or folders of .md/.txt files", metavar="PATH", form="positional",
+        Knob("segment files, dataset shards (.parquet, .jsonl, .jsonl.gz, .csv), or folders "
+             "and prefixes of either", metavar="PATH", form="positional",
              parse=values.location),
     ]
+    recursive: Annotated[
+        bool,
+        Knob("read folders and object-store prefixes at every depth", flag="--recursive",
+             form="switch"),
+    ] = False
+    text_column: Annotated[
+        str,
+        Knob("a dataset's column holding each row's text", flag="--text-column",
+             metavar="NAME", parse=values.column),
+    ] = "text"
+    id_column: Annotated[
+        str | None,
+        Knob("a dataset's column holding each row's stable id (default: its position)",
+             flag="--id-column", metavar="NAME", parse=values.column),
+    ] = None
     out: Annotated[
         str,
         Knob("where source files and records go (a folder or fsspec URL)", flag="--out",

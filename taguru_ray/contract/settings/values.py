@@ -21,6 +21,13 @@ def text(value: str) -> str:
     return value
 
 
+def column(value: str) -> str:
+    """A dataset column's name: any text but an empty one."""
+    if not value.strip():
+        raise ValueError("expected a column name, got an empty one")
+    return value
+
+
 def int_at_least(minimum: int) -> Callable[[str], int]:
     def parse(value: str) -> int:
         try:
