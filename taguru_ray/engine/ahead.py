@@ -33,6 +33,11 @@ class ScanAhead:
     A batch is SCAN_BATCH segments, cut short at SCAN_BATCH_BYTES of segment bytes;
     the rest of a cut batch is read next, before the batches after it. With `digests`
     (the helper process) a batch is hashed there first and its segments come unread.
+
+    A serial part of the corpus (a dataset shard, read as one stream: `serial_end`
+    gives its end, ADR 0075) is read one batch at a time: no batch crosses its
+    bounds, and the next batch of it is asked for once the one before is taken,
+    so its reader keeps one stream open and never holds more than a batch of rows.
     """
 
     def __init__(
@@ -41,8 +46,12 @@ class ScanAhead:
         scan_one: Callable[[int, str | None], Scanned],
         executor: ThreadPoolExecutor,
         digests: Callable[[range], list[str | None]] | None = None,
+        serial_end: Callable[[int], int | None] | None = None,
+        next_serial: Callable[[int], int] | None = None,
     ) -> None:
         self._count = count
+        self._serial_end = serial_end  # the end of the serial part at an index, or None
+        self._next_serial = next_serial  # the first index a serial part holds, from one
         self._scan_one = scan_one  # (index, the digest the helper found, or None)
         self._digests = digests  # a batch's digests from the helper process (ADR 0046)
         self._executor = executor
@@ -67,6 +76,14 @@ class ScanAhead:
     def _fill(self) -> None:
         while len(self._ahead) < SCAN_DEPTH and self._next < self._count:
             start, stop = self._next, min(self._next + SCAN_BATCH, self._count)
+            end = self._serial_end(start) if self._serial_end is not None else None
+            if end is not None:
+                # One batch of a serial part at a time: wait for the one asked for.
+                if any(self._serial_end(first) == end for first, _, _ in self._ahead):
+                    break
+                stop = min(stop, end)
+            elif self._next_serial is not None:
+                stop = min(stop, max(start + 1, self._next_serial(start)))
             self._ahead.append((start, stop, self._executor.submit(self._batch, start, stop)))
             self._next = stop
 

@@ -38,7 +38,7 @@ from taguru_ray.pipeline.steering import steering_for
 from taguru_ray.settings import Settings, checkpoint_fingerprint
 from taguru_ray.store.checkpoints import count_reusable
 from taguru_ray.store.footprint import Footprint
-from taguru_ray.store.inputs import expand, read_source
+from taguru_ray.store.inputs import corpus_of, read_source
 from taguru_ray.store.lock import lock_for
 from taguru_ray.store.manifest import Manifest
 from taguru_ray.store.outdir import LinkRefused, OutDir
@@ -53,7 +53,9 @@ def dry_run(settings: Settings, console: Console) -> int:
     inputs = load_run_inputs(settings)  # the digests are fingerprint inputs
     tariff = run_tariff(settings)  # the batch price under --batch-api
     out = OutDir(settings.source.out)
-    sources = expand(settings.source.paths)
+    sources = corpus_of(settings.source)
+    for line in sources.notes:  # what the corpus holds that the run does not read
+        console.err(f"{MESSAGE_PREFIX}{line}")
     estimate = Estimate()
     counter = load_counter(settings.transport.model)  # tiktoken's for OpenAI's models
     manifest, note = Manifest.load(out)
@@ -70,7 +72,9 @@ def dry_run(settings: Settings, console: Console) -> int:
         console.err,
     )
     for index, source in enumerate(sources):
-        scanned = scan(settings, index, source, len(sources) > 1, seen, inputs)
+        scanned = scan(
+            settings, index, source, several, seen, inputs, lambda _, i=index: sources.read(i)
+        )
         if scanned.refusal or scanned.inputs is None or scanned.data is None:
             console.err(f"{FAILURE_PREFIX}{source}: {scanned.refusal}")
             tally.failed += 1
@@ -318,7 +322,9 @@ def execute(
     if note:
         console.err(note)
     out = OutDir(settings.source.out)
-    sources = list(staged) if staged is not None else expand(settings.source.paths)
+    sources = list(staged) if staged is not None else corpus_of(settings.source)
+    for line in getattr(sources, "notes", ()):  # what the corpus holds that is not read
+        console.err(f"{MESSAGE_PREFIX}{line}")
     footprint = Footprint(out)  # what a run refused before its first request takes back
     try:
         out.ensure()

@@ -31,6 +31,7 @@ from taguru_ray.pipeline.run_inputs import RunInputs
 from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.pipeline.vocabulary import contribution
 from taguru_ray.settings import Settings
+from taguru_ray.store.corpus import Corpus
 from taguru_ray.store.inputs import read_source
 from taguru_ray.store.manifest import Manifest
 from taguru_ray.store.outdir import OutDir
@@ -88,23 +89,28 @@ class Reading:
         seen = WrittenIds.of(sources, self._settings.source.source_id, self.inputs)
         several = len(sources) > 1
         helper = self._helper
+        # A corpus read through its parts (a dataset's rows are no files), unless the run
+        # reads segments of its own (staged sessions).
+        corpus = sources if isinstance(sources, Corpus) and self.read is read_source else None
 
         def scan_one(index: int, digest: str | None) -> Scanned:
             source = sources[index]
-            scanned = scan(
-                self._settings, index, source, several, seen, self.inputs, self.read, digest
-            )
+            read = self.read if corpus is None else (lambda _: corpus.read(index))
+            scanned = scan(self._settings, index, source, several, seen, self.inputs, read, digest)
             if scanned.unread and not self._skipping.unchanged_by(scanned, self._inputs_now()):
                 # The helper hashed it, and a worker needs its bytes: read here, on the
                 # batch's thread, as without a helper.
-                scanned = read_scanned(self._settings, scanned, self.inputs, self.read)
+                scanned = read_scanned(self._settings, scanned, self.inputs, read)
             return scanned
 
+        serial = corpus is not None and corpus.serial
         self.scanner = ScanAhead(
             len(sources),
             scan_one,
             readers,
             (lambda batch: helper.digests([sources[i] for i in batch])) if helper else None,
+            corpus.serial_end if serial and corpus is not None else None,
+            corpus.next_serial if serial and corpus is not None else None,
         )
         self.early = readers.submit(self._settle_early)
 
@@ -114,7 +120,9 @@ class Reading:
         return worth_a_helper(
             len(sources),
             skippable=self._skipping.skippable,
-            files=self.read is read_source and "://" not in (sources[0] if sources else ""),
+            files=self.read is read_source
+            and "://" not in (sources[0] if sources else "")
+            and not (isinstance(sources, Corpus) and sources.serial),
             redacting=bool(self.inputs.redaction),
             coverage=self._skipping.coverage,
             manifest=self._out.local and any(map(self._out.exists, (MANIFEST, MANIFEST_JOURNAL))),

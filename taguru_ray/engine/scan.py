@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from taguru_ray.contract.names import output_name, written_id
+from taguru_ray.contract.names import output_name, split_row, written_id
 from taguru_ray.contract.source_file import SourceFileError, parse_source_file
 from taguru_ray.engine.written_ids import WrittenIds, first_to_write
 from taguru_ray.pipeline.coverage import stderr_line, uncovered
@@ -209,15 +209,15 @@ def scan(
                 ),
             )
     if not first_to_write(seen_ids, ident, index):
-        return Scanned(
-            index,
-            source,
-            ident,
-            refusal=(
-                f"writes the same source id {ident!r} as an earlier segment of this run — "
-                "give the segments distinct file stems or run them separately"
-            ),
+        row = split_row(source)
+        why = (
+            f"its id {row[1]!r} is an earlier row's too — ids must be unique in a shard "
+            "(and a shard named once)"
+            if row is not None and ident == source
+            else f"writes the same source id {ident!r} as an earlier segment of this run — "
+            "give the segments distinct file stems or run them separately"
         )
+        return Scanned(index, source, ident, refusal=why)
     digests = inputs.digests if inputs is not None else _NO_DIGESTS
     if digest is not None:
         entry = segment_inputs(settings, digests, digest, ident, output_name(source))
