@@ -48,6 +48,7 @@ from taguru_ray.store.shard_formats import (
     format_of,
     parquet_ids,
     stream_errors,
+    string_array,
     why,
 )
 
@@ -178,18 +179,15 @@ def shard_part(path: str, columns: Columns) -> Part:
         else:
             listing = _list_rows(path, columns)
             count, ids, refused = listing.count, None, listing.problems
-            if columns.id is not None:
-                import pyarrow as pa
-
-                ids = pa.array(listing.ids, pa.large_string())
             if listing.cut is not None:
                 refused[count] = (
                     f"the shard cannot be read from here ({listing.cut}) — the rows after it "
                     "are not read either; fix the file"
                 )
                 count += 1
-                if ids is not None:
-                    ids = pa.concat_arrays([ids, pa.array([None], pa.large_string())])
+                listing.ids.append(None)
+            if columns.id is not None:
+                ids = string_array(listing.ids)
     except ShardBroken as broken:
         return Broken(path, str(broken), DATASET)
     except FileNotFoundError:
@@ -205,24 +203,29 @@ def shard_part(path: str, columns: Columns) -> Part:
 def _id_problems(ids: Any, column: str) -> dict[int, str]:
     """Rows whose id is missing or repeats an earlier row's: found in C, the repeats'
     positions only held."""
+    # No Python value enters a kernel: converting one imports pandas (seconds) first.
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     problems: dict[int, str] = {}
-    for offset in pc.indices_nonzero(pc.or_(pc.is_null(ids), pc.equal(ids, ""))).to_pylist():
+    empty = pc.invert(pc.binary_length(ids).cast(pa.bool_()))
+    for offset in pc.indices_nonzero(pc.or_kleene(pc.is_null(ids), empty)).to_pylist():
         problems[offset] = f"no id in {column!r} — give every row an id"
-    counts = pc.value_counts(ids.drop_null())
-    repeated = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
-    if len(repeated):
-        first: dict[str, int] = {}
-        mask = pc.is_in(ids, value_set=repeated)
-        for offset in pc.indices_nonzero(pc.fill_null(mask, False)).to_pylist():
-            value = ids[offset].as_py()
-            if value in first:
-                problems.setdefault(
-                    offset,
-                    f"its id {value!r} is row {first[value]}'s too — ids must be unique in a "
-                    "shard",
-                )
-            else:
-                first[value] = offset
+    # Sorted (stably: ties keep their rows' order), a repeat sits after the first of its
+    # run; only those rows' positions come back to Python.
+    order = pc.sort_indices(ids)
+    ranked = ids.take(order)
+    same = pc.equal(ranked.slice(1), ranked.slice(0, max(0, len(ranked) - 1)))
+    first = -1
+    previous = -2
+    for at in pc.indices_nonzero(same).to_pylist():
+        if at != previous + 1:  # a new run of one id
+            first = order[at].as_py()
+        previous = at
+        offset = order[at + 1].as_py()
+        problems.setdefault(
+            offset,
+            f"its id {ids[offset].as_py()!r} is row {first}'s too — ids must be unique in a "
+            "shard",
+        )
     return problems
