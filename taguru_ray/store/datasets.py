@@ -225,7 +225,6 @@ def _id_problems(ids: Any, column: str) -> dict[int, str]:
         offset = order[at + 1].as_py()
         problems.setdefault(
             offset,
-            f"its id {ids[offset].as_py()!r} is row {first}'s too — ids must be unique in a "
-            "shard",
+            f"its id {ids[offset].as_py()!r} is row {first}'s too — ids must be unique in a shard",
         )
     return problems
