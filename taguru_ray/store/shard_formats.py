@@ -112,6 +112,8 @@ def _json_row(line: bytes, columns: Columns) -> Row:
         return Row(None, None, f"not valid UTF-8 (byte {error.start}) — re-encode the file")
     except ValueError as error:
         return Row(None, None, f"not a JSON object ({why(error)}) — fix the line")
+    except RecursionError:
+        return Row(None, None, "JSON nested too deep to read — fix the line")
     if not isinstance(value, dict):
         return Row(None, None, f"a JSON {_json_kind(value)}, not an object — a row is an object")
     row_id, problem = None, None
