@@ -18,6 +18,9 @@ __all__ = ["ExtractSettings"]
 class ExtractSettings(TypedDict, total=False):
     """`extract`'s settings by name; unset: the environment, --config, the default."""
 
+    recursive: bool
+    text_column: str
+    id_column: str | None
     name: str | None
     description: str | None
     source_id: str | None

@@ -5,6 +5,10 @@
     results = taguru_ray.data.extract(ds, out="s3://bucket/run", context="5b0d…")
     results.filter(lambda row: row["status"] == "failed").show()
 
+A `pyarrow.Table` is taken the same way, and ``text_column=``/``id_column=`` name
+other columns than ``text`` and ``path`` (a dataset's files on disk or a bucket are
+read by `taguru_ray.extract(paths, text_column=…, id_column=…)` instead, as a stream).
+
 It is `taguru_ray.extract` with the segments taken from the dataset's rows instead of
 files: the same engine run (`taguru_ray.api.run`, through the driver's in-memory
 ``staged`` segments that agent sessions use too), the same --out, skip index,
@@ -36,15 +40,17 @@ KEPT = ("written", "unchanged")  # statuses whose source file is this run's resu
 
 
 def extract(
-    ds: ray.data.Dataset,
+    ds: ray.data.Dataset | pa.Table,
     *,
     out: str,
     context: str,
     echo: Callable[[str], None] | None = None,
     **settings: Unpack[ExtractSettings],
 ) -> ray.data.Dataset:
-    """Extract every ``{path, text}`` row of `ds` into `out` for `context`; one result row
-    per input row, in the input's order.
+    """Extract every ``{path, text}`` row of `ds` (a Ray Dataset or a `pyarrow.Table`)
+    into `out` for `context`; one result row per input row, in the input's order.
+    ``text_column`` and ``id_column`` name the columns when they are not ``text`` and
+    ``path`` (an integer id is written in decimal).
 
     ``path`` is the source name the segment gets — in its prompts, its records and its
     source file's name — and ``text`` its content (a string, or UTF-8 bytes); other
@@ -71,25 +77,43 @@ def extract(
     """
     import ray.data
 
-    staged = _gather(ds.iter_rows())
+    columns = (settings.get("id_column") or "path", settings.get("text_column") or "text")
+    staged = _gather(_rows(ds), columns)
     result = extract_staged(staged, out=out, context=context, echo=echo, **settings)
     return ray.data.from_arrow(results(result))
 
 
-def _gather(rows: Iterable[Mapping[str, Any]]) -> dict[str, bytes]:
-    """Path -> the segment's bytes, in row order; a bad row is a UsageError naming it."""
+def _rows(ds: Any) -> Iterable[Mapping[str, Any]]:
+    """The rows of a Ray Dataset, or of a `pyarrow.Table` a record batch at a time."""
+    if hasattr(ds, "iter_rows"):
+        return ds.iter_rows()  # type: ignore[no-any-return]
+    if hasattr(ds, "to_batches"):
+        return (row for batch in ds.to_batches() for row in batch.to_pylist())
+    raise UsageError(f"expected a Ray Dataset or a pyarrow.Table, got {type(ds).__name__}")
+
+
+def _gather(
+    rows: Iterable[Mapping[str, Any]], columns: tuple[str, str] = COLUMNS
+) -> dict[str, bytes]:
+    """Source name -> the segment's bytes, in row order; a bad row is a UsageError
+    naming it. `columns`: the (name, text) columns."""
+    name_column, text_column = columns
     staged: dict[str, bytes] = {}
     for number, row in enumerate(rows):
-        missing = [column for column in COLUMNS if column not in row]
+        missing = [column for column in columns if column not in row]
         if missing:
             raise UsageError(
                 f"dataset row {number}: no {' or '.join(repr(c) for c in missing)} column — "
-                f"each row needs {{'path': the source name, 'text': its content}} (columns: "
-                f"{', '.join(map(str, row)) or 'none'})"
+                f"each row needs {{{name_column!r}: the source name, {text_column!r}: its "
+                f"content}} (columns: {', '.join(map(str, row)) or 'none'})"
             )
-        path, text = row["path"], row["text"]
+        path, text = row[name_column], row[text_column]
+        if isinstance(path, int) and not isinstance(path, bool):
+            path = str(path)
         if not isinstance(path, str) or not path.strip():
-            raise UsageError(f"dataset row {number}: 'path' must be a non-empty string")
+            raise UsageError(
+                f"dataset row {number}: {name_column!r} must be a non-empty string or an integer"
+            )
         if path in staged:
             raise UsageError(
                 f"dataset row {number}: path {path!r} is given twice — each segment needs "
@@ -101,7 +125,7 @@ def _gather(rows: Iterable[Mapping[str, Any]]) -> dict[str, bytes]:
             staged[path] = bytes(text)
         else:
             raise UsageError(
-                f"dataset row {number} ({path}): 'text' must be a string or bytes, "
+                f"dataset row {number} ({path}): {text_column!r} must be a string or bytes, "
                 f"not {type(text).__name__}"
             )
     if not staged:

@@ -257,3 +257,26 @@ def test_an_unreadable_subfolder_is_a_source_that_fails_by_name(
         assert list(corpus) == [f"{tmp_path}/a.md", f"{tmp_path}/locked"]
         with pytest.raises(SegmentRefused, match=r"cannot be listed \(Permission denied\)"):
             corpus.read(1)
+
+
+# ---------------------------------------------------------------- the Python API
+
+
+def test_a_pyarrow_table_gives_the_data_api_its_rows_by_the_named_columns() -> None:
+    """`taguru_ray.data.extract(table, text_column=…, id_column=…)` stages these rows (the
+    run itself is `test_api_data.py`'s); files on disk go through `taguru_ray.extract`."""
+    from taguru_ray.data import _gather, _rows
+    from taguru_ray.errors import UsageError
+
+    table = pa.table({"doc": [7, 8], "body": ["seven", "eight"], "other": [1, 2]})
+    assert _gather(_rows(table), ("doc", "body")) == {"7": b"seven", "8": b"eight"}
+    with pytest.raises(UsageError, match=r"dataset row 0: no 'text' column — each row needs"):
+        _gather(_rows(table), ("doc", "text"))
+
+
+def test_the_python_api_takes_the_dataset_settings_by_name() -> None:
+    from taguru_ray.api import _flags
+
+    flags = _flags("d.parquet", "out", "c", {"text_column": "body", "id_column": "doc",
+                                              "recursive": True})  # fmt: skip
+    assert (flags["text_column"], flags["id_column"], flags["recursive"]) == ("body", "doc", True)
