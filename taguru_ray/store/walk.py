@@ -172,6 +172,9 @@ def _children(
             entries = _local_kinds(root, folder, seen)
         else:
             entries = [(name, is_folder, True) for name, is_folder in _remote(fs, root, folder)]
+            # An object store's client keeps every listing it made (s3fs's dircache): a
+            # walk of a million objects would hold them all. This one is not asked again.
+            fs.invalidate_cache(posixpath.join(root, folder) if folder else root)
     except OSError as error:
         return Found(folder, False, _why(error))
     kept = [entry for entry in entries if hidden or not entry[0].startswith(".")]
