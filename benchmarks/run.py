@@ -96,6 +96,8 @@ class Params:
     # Issue 49: `sessions import --mask` of a session whose one line is this many MiB;
     # memory per input byte between the smallest and the largest.
     import_line_mib: tuple[float, ...] = (2.0, 16.0)
+    # Issue 47: a million-row Parquet dataset's skip-only rerun (benchmarks/datasets.py).
+    dataset_rows: int = 1_000_000
     run_timeout_s: float = 1800.0
 
 
@@ -108,6 +110,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "sweep_levels": (16, 64, 128),
         "skip_segments": 20_000,
         "memory_segments": (2_000, 20_000),
+        "dataset_rows": 20_000,
         "cell_segments": 200,
         "import_line_mib": (1.0, 8.0),
     },
@@ -121,6 +124,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "sweep_levels": (2, 4),
         "skip_segments": 200,
         "memory_segments": (20, 50, 200),
+        "dataset_rows": 200,
         "run_timeout_s": 300.0,
         "cell_slots": (2, 4),
         "cell_segments": 12,
@@ -541,6 +545,7 @@ class Bench:
     address: str | None = None  # join this Ray instead of starting one per run
     log: Callable[[str], None] = field(default=lambda line: print(line, flush=True))
     tree: Path = PROJECT_ROOT  # the checkout whose build runs (benchmarks/ab.py: another)
+    keep: frozenset[int] = frozenset()  # more children no run may reap (a Ray this process runs)
 
     @property
     def ideal(self) -> float:
@@ -588,7 +593,7 @@ class Bench:
         return run_process(
             argv,
             {**self.env(), **(env or {})},
-            keep={self.sim.pid},
+            keep={self.sim.pid, *self.keep},
             stats_url=self.sim.root_url + "/stats" if timed else None,
             marker=SKIP_MARKER,
             timeout=self.params.run_timeout_s,
@@ -1373,6 +1378,11 @@ def run_bench(
             results[key] = step()
         bench.log("bench: manifest skip and driver memory ...")
         results["manifest_skip"], results["driver_memory"] = measure_skip_and_memory(bench)
+        bench.log("bench: dataset skip (rows/s, driver memory) ...")
+        from benchmarks.datasets import measure_dataset_skip
+
+        files = {k: results[k] for k in ("manifest_skip", "driver_memory")}
+        results["dataset_skip"] = measure_dataset_skip(bench, files)
     bench.log("bench: sessions import memory per input byte ...")
     results["sessions_import_memory"] = sessions_memory.measure(
         work / "sessions-memory", params.import_line_mib

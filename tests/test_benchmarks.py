@@ -291,3 +291,18 @@ def test_an_out_that_cannot_be_set_aside_is_one_line_naming_it(tmp_path: Path) -
     with pytest.raises(BenchFailed, match=r"could not set .*saturation aside .* --work-dir"):
         set_aside(tmp_path, out)
     assert out.is_dir()  # left where it was
+
+
+def test_a_dataset_skip_is_measured_in_rows_per_second_and_driver_memory(
+    results: dict[str, Any],
+) -> None:
+    """Issue 47: a Parquet dataset's skip-only rerun beside the file skip of its size."""
+    dataset = results["dataset_skip"]
+    assert (dataset["rows"], dataset["shards"]) == (200, 8)
+    assert _positive(dataset["driver_peak_rss_mb"]) and _positive(dataset["wall_s"])
+    assert dataset["net_skip_s"] is None or _positive(dataset["rows_per_s"])
+    versus = dataset["versus_files"]
+    assert versus["from"] == "this run" and versus["segments"] == 200
+    assert versus["driver_memory_vs_files"] == pytest.approx(
+        dataset["driver_peak_rss_mb"] / versus["driver_peak_rss_mb"]
+    )
