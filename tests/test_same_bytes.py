@@ -162,3 +162,12 @@ def test_the_manifest_index_holds_8_bytes_an_entry() -> None:
         {f"{n:05d}.md": entry(hashlib.sha256(str(n).encode()).hexdigest()) for n in range(1000)}
     )
     assert ManifestDigests(*entries.held()).nbytes == 8 * 1000
+
+
+def test_two_rows_of_one_text_are_named_as_rows_not_as_one_file_under_two_paths() -> None:
+    line = same_bytes_line("d/p.parquet#b", "d/p.parquet#a", True, "ab" * 32)
+    assert line == (
+        "taguru: extract: d/p.parquet#b: the same text as d/p.parquet#a, earlier in this run "
+        "(sha256 abababababab…) — both are paid for and written as two sources; drop the "
+        "repeated row to pay once"
+    )

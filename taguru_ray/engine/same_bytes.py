@@ -17,6 +17,7 @@ from __future__ import annotations
 from array import array
 from collections.abc import Callable, Iterable
 
+from taguru_ray.contract.names import split_row
 from taguru_ray.errors import MESSAGE_PREFIX
 from taguru_ray.store.manifest import Manifest
 from taguru_ray.store.manifest_digests import ManifestDigests
@@ -77,6 +78,12 @@ class RunDigests:
 def same_bytes_line(source: str, other: str, in_run: bool, sha256: str) -> str:
     """The warning for `source`, whose bytes (digest `sha256`) `other` already has."""
     where = "earlier in this run" if in_run else "already extracted into this --out"
+    if split_row(source) is not None:  # a dataset's rows: two rows with one text (ADR 0075)
+        return (
+            f"{MESSAGE_PREFIX}{source}: the same text as {other}, {where} (sha256 "
+            f"{sha256[:12]}…) — both are paid for and written as two sources; drop the "
+            "repeated row to pay once"
+        )
     return (
         f"{MESSAGE_PREFIX}{source}: the same bytes as {other}, {where} (sha256 "
         f"{sha256[:12]}…) — one file under two paths is paid for twice and written as two "
