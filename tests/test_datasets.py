@@ -280,3 +280,12 @@ def test_the_python_api_takes_the_dataset_settings_by_name() -> None:
     flags = _flags("d.parquet", "out", "c", {"text_column": "body", "id_column": "doc",
                                               "recursive": True})  # fmt: skip
     assert (flags["text_column"], flags["id_column"], flags["recursive"]) == ("body", "doc", True)
+
+
+def test_a_hidden_md_file_is_read_as_the_reference_reads_it_a_hidden_folder_unnamed(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / ".draft.md").write_text("x")
+    (tmp_path / ".git").mkdir()
+    corpus = expand([str(tmp_path)])
+    assert list(corpus) == [f"{tmp_path}/.draft.md"] and corpus.notes == []

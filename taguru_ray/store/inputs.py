@@ -78,23 +78,22 @@ def _listing(fs: Any, root: str, path: str) -> _Listing:
     """A folder's entries; a local one is read with one scandir (fsspec's local listing
     stats every entry, a second at 100 000 files). An entry named like an input that is
     no regular file (a FIFO, a device, a link that loops or dangles) is a usage error
-    naming it: left out, its segments would go missing. Hidden names are not entries."""
+    naming it: left out, its segments would go missing. A hidden file is read as the
+    reference reads it; a hidden folder (``.git``) is not named among those not read."""
     found = _Listing()
     if isinstance(fs, LocalFileSystem):
         with os.scandir(root) as entries:
             for entry in entries:
-                if entry.name.startswith("."):
-                    continue
                 shape = shape_of(entry.name)
                 if shape is None:
-                    if _is_folder(entry):
-                        _check_utf8(_join(path, entry.name))
+                    if not entry.name.startswith(".") and _is_folder(entry):
                         found.folders.append(entry.name)
                     continue
                 _check_utf8(_join(path, entry.name))
                 if not _is_file(entry):
                     if _is_folder(entry):
-                        found.folders.append(entry.name)
+                        if not entry.name.startswith("."):
+                            found.folders.append(entry.name)
                         continue
                     raise UsageError(
                         f"{_join(path, entry.name)}: {_entry_kind(entry)}, not a regular file "
@@ -105,10 +104,11 @@ def _listing(fs: Any, root: str, path: str) -> _Listing:
         for entry in fs.ls(root, detail=True):
             name = posixpath.basename(str(entry["name"]).rstrip("/"))
             itself = str(entry["name"]).rstrip("/") == root.rstrip("/")
-            if not name or name.startswith(".") or itself:
+            if not name or itself:
                 continue
             if entry.get("type") == "directory":
-                found.folders.append(name)
+                if not name.startswith("."):
+                    found.folders.append(name)
                 continue
             shape = shape_of(name)
             if entry.get("type") == "file" and shape is not None:
@@ -257,7 +257,7 @@ def _expand_folder(fs: Any, root: str, path: str, corpus: Corpus, columns: Colum
             corpus.add(shard_part(_join(path, name), columns))
     counted: list[tuple[str, int]] = []
     for name in listing.folders:
-        sub = _join(path, name)
+        sub = _join(path, _shown(name))  # a label for its line: it names no file written
         try:
             counted.append((name, _count_entries(fs, _join(root, name))))
         except OSError as error:
@@ -315,11 +315,16 @@ def _unlisted(why: str) -> str:
     )
 
 
+def _shown(name: str) -> str:
+    """A name as a line shows it: control characters escaped, undecodable bytes as \\x.."""
+    return printable(name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace"))
+
+
 def _folders_note(path: str, counted: list[tuple[str, int]]) -> str:
-    named = ", ".join(f"{name}/ ({count} entries)" for name, count in counted[:NAMED])
+    named = ", ".join(f"{_shown(name)}/ ({count} entries)" for name, count in counted[:NAMED])
     more = f", and {len(counted) - NAMED} more" if len(counted) > NAMED else ""
     return (
-        f"{printable(path)}: not read: {len(counted)} subfolder(s) — {named}{more}; add "
+        f"{_shown(path)}: not read: {len(counted)} subfolder(s) — {named}{more}; add "
         "--recursive to read them"
     )
 
