@@ -224,12 +224,13 @@ def test_shards_beside_md_files_and_subfolders_are_named_not_read(tmp_path: Path
 
 
 def test_recursive_reads_every_depth_in_path_order(tmp_path: Path) -> None:
-    for path in ("b.md", "a/z.md", "a/b/deep.md", "a.md", "a/b.txt", "a/.skip/x.md", "c.json"):
+    for path in ("b.md", "a/z.md", "a/b/deep.md", "a.md", "a/b.txt", "a/.skip/x.md", "c.json",
+                 "a/.h.md"):  # fmt: skip
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("x")
     corpus = expand([str(tmp_path)], recursive=True)
     names = [source.removeprefix(f"{tmp_path}/") for source in corpus]
-    assert names == ["a.md", "a/b.txt", "a/b/deep.md", "a/z.md", "b.md"]
+    assert names == ["a.md", "a/.h.md", "a/b.txt", "a/b/deep.md", "a/z.md", "b.md"]
     assert names == sorted(names, key=lambda name: name.encode()) and corpus.notes == []
 
 

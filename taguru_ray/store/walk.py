@@ -133,8 +133,9 @@ def ordered(fs: Any, root: str, *, hidden: bool = False) -> Iterator[Found]:
     million files is walked in the memory of its largest folder. Children are ordered
     by name with a folder's name read as ending in ``/``, so the files come out in the
     byte order of their whole paths (``a/b.md`` before ``a/b/c.md``). A folder that
-    cannot be listed comes out as `Found.unlisted` where its files would have been; a
-    name starting with ``.`` is skipped unless `hidden`, as `walk` skips it."""
+    cannot be listed comes out as `Found.unlisted` where its files would have been. A
+    folder whose name starts with ``.`` (``.git``, a run's ``.extract-trace``) is not
+    entered unless `hidden`; a file's name is the caller's to judge."""
     local = isinstance(fs, LocalFileSystem)
     seen: set[tuple[int, int]] = set()
     # Folders still to enter, each with its sorted children still to go, innermost last.
@@ -177,7 +178,7 @@ def _children(
             fs.invalidate_cache(posixpath.join(root, folder) if folder else root)
     except OSError as error:
         return Found(folder, False, _why(error))
-    kept = [entry for entry in entries if hidden or not entry[0].startswith(".")]
+    kept = [entry for entry in entries if hidden or not (entry[1] and entry[0].startswith("."))]
     kept.sort(key=lambda entry: entry[0] + "/" if entry[1] else entry[0])
     return kept
 
