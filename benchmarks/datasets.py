@@ -34,6 +34,7 @@ from benchmarks.corpus import segment_text
 from benchmarks.prepared import CACHE_FROM, CHUNK, READY, cache_home
 
 SHARDS = 8
+FORMAT = 1  # bump when what prepare_dataset writes changes in a way the key does not see
 FLAGS = ("--id-column", "id")
 RESULTS = Path(__file__).parent / "results"
 
@@ -84,10 +85,10 @@ def prepare_dataset(bench: Any, rows: int) -> tuple[Path, Path, int]:
 
     size = bench.params.segment_bytes
     home = cache_home() if rows >= CACHE_FROM else bench.work / "prepared"
-    code = hashlib.sha256(
-        Path(__file__).read_bytes() + (Path(__file__).parent / "corpus.py").read_bytes()
-    )
-    key = code.hexdigest()[:8]
+    # What the prepared bytes depend on: the row generator, the layout, this FORMAT.
+    layout = json.dumps([FORMAT, SHARDS, FLAGS, _shard_path(Path("/d"), 1), _row_id(1)])
+    corpus_code = (Path(__file__).parent / "corpus.py").read_bytes()
+    key = hashlib.sha256(layout.encode() + corpus_code).hexdigest()[:8]
     folder = home / f"d{rows}x{size}-{key}"
     corpus, out = folder / "dataset", folder / "out"
     ready = folder / READY
@@ -268,6 +269,7 @@ _SETTLE = """
 import json, os, sys, time
 from taguru_ray import heap
 heap.steady_malloc()
+heap.steady_arrow()
 from taguru_ray.cli.extract import parse_flags
 from taguru_ray.engine.run import ExtractRun
 from taguru_ray.engine.run_inputs import load_run_inputs

@@ -210,9 +210,10 @@ def main(argv: Sequence[str]) -> int:
             print(render_toml(settings), end="")
             return 0
         from taguru_ray.engine.driver import Console, dry_run
-        from taguru_ray.heap import steady_malloc
+        from taguru_ray.heap import steady_arrow, steady_malloc
 
         steady_malloc()  # this process is the driver: a million segments' peak (ADR 0042)
+        steady_arrow()  # a dataset's batches from malloc (ADR 0075)
         if settings.run.dry_run:
             return dry_run(settings, Console())
         return execute(settings, Console())

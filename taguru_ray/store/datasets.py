@@ -142,6 +142,12 @@ class ShardRows:
 
     def _advance(self, offset: int) -> Row:
         if self._stream is None or offset < self._next:
+            if self._stream is None and self._dead is not None and offset >= self._next:
+                # Dead past an earlier row: never opened again for a later one.
+                self._next = offset + 1
+                told = f"not read: the shard cannot be read past an earlier row ({self._dead})"
+                return Row(None, None, told)
+            self._close()
             self._stream = ROWS[format_of(self.path)](self.path, self._columns)
             self._next = 0
             self._dead = None
@@ -167,7 +173,16 @@ class ShardRows:
                 continue
             self._next += 1
             found = row
+        if self._next >= self._count or self._dead is not None:
+            self._close()  # the last row read: its batch and file are let go at once
         return found
+
+    def _close(self) -> None:
+        """End the stream: a suspended generator holds its open file and its last batch
+        (a few MiB of text) for as long as it is referenced."""
+        stream, self._stream = self._stream, None
+        if stream is not None and hasattr(stream, "close"):
+            stream.close()
 
 
 def shard_part(path: str, columns: Columns) -> Part:
