@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -17,6 +18,27 @@ from taguru_ray.store.corpus import Broken
 from taguru_ray.store.datasets import ShardRows, shard_part
 from taguru_ray.store.inputs import expand
 from taguru_ray.store.shard_formats import Columns
+
+
+def table(**columns: list[Any]) -> pa.Table:
+    """A table from Python lists without `pa.array` over a list, which imports pandas
+    first (seconds on a loaded machine): strings from their buffers, numbers via numpy."""
+    import numpy as np
+
+    from taguru_ray.store.shard_formats import string_array
+
+    return pa.table(
+        {
+            name: string_array(values)
+            if any(isinstance(v, str) for v in values)
+            else pa.Array.from_buffers(
+                pa.from_numpy_dtype(np.asarray(values).dtype),
+                len(values),
+                [None, pa.py_buffer(np.asarray(values))],
+            )
+            for name, values in columns.items()
+        }
+    )
 
 
 def rows_of(part: object) -> list[bytes | str]:
@@ -73,8 +95,7 @@ def test_a_md_files_name_stays_the_reference_s() -> None:
 
 def test_parquet_rows_by_id_column_with_null_text_refused_alone(tmp_path: Path) -> None:
     shard = tmp_path / "part-0.parquet"
-    table = pa.table({"doc": ["a", "b", "c"], "body": ["one", None, "three"]})
-    pq.write_table(table, shard, row_group_size=2)
+    pq.write_table(table(doc=["a", "b", "c"], body=["one", None, "three"]), shard, row_group_size=2)
     part = shard_part(str(shard), Columns(text="body", id="doc"))
     assert [part.source(i) for i in range(len(part))] == [f"{shard}#{i}" for i in "abc"]
     assert rows_of(part) == [
@@ -87,7 +108,7 @@ def test_parquet_rows_by_id_column_with_null_text_refused_alone(tmp_path: Path) 
 
 def test_parquet_rows_by_position_and_integer_ids(tmp_path: Path) -> None:
     shard = tmp_path / "p.parquet"
-    pq.write_table(pa.table({"n": [10, 20], "text": ["x", "y"]}), shard)
+    pq.write_table(table(n=[10, 20], text=["x", "y"]), shard)
     assert [shard_part(str(shard), Columns()).source(i) for i in (0, 1)] == [
         f"{shard}#0",
         f"{shard}#1",
@@ -154,7 +175,7 @@ def test_a_shard_that_cannot_be_a_dataset_is_one_source_failing_by_name(
 
 def test_a_missing_or_mistyped_parquet_column_is_named_with_the_fix(tmp_path: Path) -> None:
     shard = tmp_path / "p.parquet"
-    pq.write_table(pa.table({"id": [1.5], "text": [1]}), shard)
+    pq.write_table(table(id=[1.5], text=[1]), shard)
     with pytest.raises(SegmentRefused, match=r"no column 'body' \(columns: id, text\) — name the"):
         shard_part(str(shard), Columns(text="body")).read(0)
     with pytest.raises(SegmentRefused, match="holds int64, not strings"):
@@ -184,7 +205,7 @@ def test_a_big_parquet_row_group_is_read_a_batch_at_a_time(tmp_path: Path) -> No
     batch is about 4 MiB of text, `BATCH_BYTES`; 28 MB was the peak at 24 MB and 96 MB)."""
     shard = tmp_path / "big.parquet"
     texts = [f"{i} " + "y" * 12_000 for i in range(6_000)]
-    pq.write_table(pa.table({"text": texts}), shard, row_group_size=6_000, compression="none")
+    pq.write_table(table(text=texts), shard, row_group_size=6_000, compression="none")
     pool = pa.default_memory_pool()
     part = shard_part(str(shard), Columns())
     before = pool.bytes_allocated()
@@ -269,10 +290,10 @@ def test_a_pyarrow_table_gives_the_data_api_its_rows_by_the_named_columns() -> N
     from taguru_ray.data import _gather, _rows
     from taguru_ray.errors import UsageError
 
-    table = pa.table({"doc": [7, 8], "body": ["seven", "eight"], "other": [1, 2]})
-    assert _gather(_rows(table), ("doc", "body")) == {"7": b"seven", "8": b"eight"}
+    given = table(doc=[7, 8], body=["seven", "eight"], other=[1, 2])
+    assert _gather(_rows(given), ("doc", "body")) == {"7": b"seven", "8": b"eight"}
     with pytest.raises(UsageError, match=r"dataset row 0: no 'text' column — each row needs"):
-        _gather(_rows(table), ("doc", "text"))
+        _gather(_rows(given), ("doc", "text"))
 
 
 def test_the_python_api_takes_the_dataset_settings_by_name() -> None:
