@@ -328,23 +328,30 @@ def bench_context() -> str:
     return CONTEXT
 
 
-def measure_settling(bench: Any, rows: int, rounds: int = 2) -> dict[str, Any]:
+def measure_settling(bench: Any, rows: int, rounds: int = 2, files: bool = True) -> dict[str, Any]:
     """Files and dataset rows of one size, their skips alternated `rounds` times (ADR 0045):
-    the quicker of each kind, CPU seconds beside wall, rows (segments) per CPU second."""
+    the quicker of each kind, CPU seconds beside wall, rows (segments) per CPU second.
+    Without `files`, the dataset alone."""
     from benchmarks.run import prepare_extracted
 
     dataset, dataset_out, _ = prepare_dataset(bench, rows)
-    corpus, files_out, _ = prepare_extracted(bench, rows)
-    kinds = {
-        "dataset": lambda: settle(bench, dataset, dataset_out, *FLAGS),
-        "files": lambda: settle(bench, corpus, files_out),
-    }
+    kinds = {"dataset": lambda: settle(bench, dataset, dataset_out, *FLAGS)}
+    if files:
+        corpus, files_out, _ = prepare_extracted(bench, rows)
+        kinds["files"] = lambda: settle(bench, corpus, files_out)
     seen: dict[str, list[dict[str, Any]]] = {kind: [] for kind in kinds}
     for _ in range(rounds):
         for kind, measure in kinds.items():
             seen[kind].append(measure())
             bench.log(f"  settle {kind} x{rows}: {seen[kind][-1]}")
     best = {kind: min(runs, key=lambda r: r["cpu_s"]) for kind, runs in seen.items()}
+    if not files:
+        return {
+            "segments": rows,
+            "runs": seen,
+            "dataset_rows_per_cpu_s": rows / best["dataset"]["cpu_s"],
+            "dataset_peak_rss_mb": max(r["peak_rss_mb"] for r in seen["dataset"]),
+        }
     return {
         "segments": rows,
         "runs": seen,
@@ -378,14 +385,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--settle-only",
         action="store_true",
-        help="no Ray: the skip as the driver settles it, files and rows alternated",
+        help="no Ray: the skip as the driver settles it (rows, and files with --with-files)",
     )
     args = parser.parse_args(argv)
     params = Params(**{**PRESETS["full"], "dataset_rows": args.rows})
     work = args.work or Path(tempfile.mkdtemp(prefix="taguru-bench-datasets-"))
     if args.settle_only:
         with SimulatorProcess("--slots", "4") as sim:
-            result = measure_settling(Bench(params, work, sim), args.rows)
+            result = measure_settling(Bench(params, work, sim), args.rows, files=args.with_files)
         return _write({"settling": result})
     # One Ray of this process's own for every run to join: a Ray start per run is what a
     # loaded machine times out (the skip itself is the driver's, measured as it is).
