@@ -33,6 +33,8 @@ class ExtractSettings(TypedDict, total=False):
     redact: bool | str
     redact_rules: str | os.PathLike[str] | None
     redact_key: str | None
+    convert_timeout: float
+    convert_memory: int
     questions: int
     fact_budget: int
     chunk_context: str

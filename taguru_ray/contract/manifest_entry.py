@@ -40,6 +40,8 @@ class CheckpointFingerprint(Typed):
     # taguru-ray's own inputs (seed 002): present only off their defaults.
     carryover: Annotated[int | None, WHEN_SET] = None
     gleanings: Annotated[int | None, WHEN_SET] = None
+    # A document's converter and its version (ADR 0078): absent for a text segment.
+    converter: Annotated[str | None, WHEN_SET] = None
 
 
 class ManifestEntry(Typed):
@@ -72,6 +74,8 @@ class ManifestEntry(Typed):
     vocabulary_digest: str = ""
     carryover: Annotated[int | None, WHEN_SET] = None
     gleanings: Annotated[int | None, WHEN_SET] = None
+    # A document's converter and its version (ADR 0078): absent for a text segment.
+    converter: Annotated[str | None, WHEN_SET] = None
     source_id: str = ""
     date: int = 0
     tags: list[str] = Field(default_factory=list)

@@ -42,6 +42,7 @@ MANIFEST_JOURNAL = ".extract-manifest.d"
 LOCK = ".extract.lock"
 CHECKPOINTS = ".extract-checkpoints"
 TRACE = ".extract-trace"
+DOCUMENTS = ".extract-documents"  # converted documents' text, by converter and digest
 
 
 def flatten(source: str) -> str:

@@ -1,4 +1,4 @@
-"""A DOCX's body, a paragraph at a time, each with its heading path (python-docx, ADR 0072).
+"""A DOCX's body, a paragraph at a time, each with its heading path (python-docx, ADR 0078).
 
 Body paragraphs and tables in document order; a heading (a paragraph whose outline
 level is set, by its own properties or its style's — locale-proof, unlike style names —

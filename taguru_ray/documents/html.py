@@ -1,5 +1,5 @@
 """An HTML page's main text, a paragraph a block, each with its heading path
-(trafilatura, ADR 0072).
+(trafilatura, ADR 0078).
 
 Trafilatura finds the page's main content — not its navigation, scripts, styles,
 cookie banners or footer — and hands it back as XML blocks (``head`` with its

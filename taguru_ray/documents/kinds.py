@@ -1,7 +1,7 @@
 """Which files are documents, and which converter (and version) reads each kind.
 
 The converter's name and version are a compute input (the manifest's ``converter``,
-ADR 0072): a new library version, or a change to how this package turns its output
+ADR 0078): a new library version, or a change to how this package turns its output
 into paragraphs (`LAYOUT_VERSION`), can change a document's text, so a rerun under it
 converts and extracts again.
 """
@@ -16,7 +16,12 @@ from importlib.metadata import PackageNotFoundError, version
 KINDS = {".pdf": "pdf", ".docx": "docx", ".pptx": "pptx", ".html": "html", ".htm": "html"}
 DOCUMENT_SUFFIXES = tuple(KINDS)
 # The library each kind is read with (its PyPI name, for its version).
-LIBRARIES = {"pdf": "pypdfium2", "docx": "python-docx", "pptx": "python-pptx", "html": "trafilatura"}
+LIBRARIES = {
+    "pdf": "pypdfium2",
+    "docx": "python-docx",
+    "pptx": "python-pptx",
+    "html": "trafilatura",
+}
 # How this package turns a library's output into paragraphs and locators; bump it when
 # that changes what a document's text is.
 LAYOUT_VERSION = 1

@@ -1,4 +1,4 @@
-"""A PDF's text layer, a paragraph at a time, each with its page (pypdfium2, ADR 0072).
+"""A PDF's text layer, a paragraph at a time, each with its page (pypdfium2, ADR 0078).
 
 PDFium gives a page's text as lines; a PDF has no paragraphs, so they are found from
 the lines' boxes the way a reader sees them: a paragraph ends where the next line
@@ -132,6 +132,8 @@ def _joined(lines: list[str]) -> str:
     for text in lines:
         if out.endswith("\x02"):
             out = out[:-1] + text
+        elif out:
+            out = f"{out} {text}"
         else:
-            out = f"{out} {text}" if out else text
+            out = text
     return out

@@ -1,4 +1,4 @@
-"""A PPTX's slides, a paragraph a shape, each with its slide (python-pptx, ADR 0072).
+"""A PPTX's slides, a paragraph a shape, each with its slide (python-pptx, ADR 0078).
 
 On each slide, the title first, then the other shapes top to bottom, left to right
 (group shapes opened); a shape's text frame is one paragraph, a line a bullet; a

@@ -17,7 +17,7 @@ from taguru_ray.documents.converted import DocumentRefused
 
 OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 # A part may expand to at most this much, and all of them together to EXPANDED_LIMIT:
-# the largest real DOCX/PPTX parts measured (ADR 0072) are a few MiB of XML.
+# the largest real DOCX/PPTX parts measured (ADR 0078) are a few MiB of XML.
 PART_LIMIT = 256 << 20
 EXPANDED_LIMIT = 1 << 30
 PARTS_LIMIT = 20_000

@@ -1,4 +1,4 @@
-"""Documents converted in a child process, with a time and a memory limit (ADR 0072).
+"""Documents converted in a child process, with a time and a memory limit (ADR 0078).
 
 A segment worker keeps one child (`engine/converter_child.py`) and sends it one
 document at a time. The child caps its own address space (``--convert-memory``); a
@@ -10,6 +10,7 @@ its imports (trafilatura's take a second) are paid once, not per document.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -96,7 +97,10 @@ class Converter:
         code = child.returncode
         mib = self._memory >> 20
         if code is not None and code < 0:
-            name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else -code
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
             return (
                 f"its converter died ({name}) — most likely past its {mib} MiB memory limit "
                 "(--convert-memory); raise it, or split the document"
@@ -151,10 +155,8 @@ def _end(child: subprocess.Popen[bytes]) -> None:
     """Kill the child this converter started (by its own handle) and reap it."""
     if child.poll() is None:
         child.kill()
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         child.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        pass
     for stream in (child.stdin, child.stdout):
         try:
             if stream is not None:

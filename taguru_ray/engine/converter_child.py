@@ -9,6 +9,7 @@ body; an answer is a length-prefixed JSON object, ``{"converted": …}`` or
 
 from __future__ import annotations
 
+import contextlib
 import json
 import resource
 import struct
@@ -53,14 +54,11 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
 def main() -> None:
     limit = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     if limit > 0:
-        try:
+        # A platform without it: the timeout still holds.
+        with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-        except (ValueError, OSError):  # a platform without it: the timeout still holds
-            pass
-    try:
+    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
         serve(sys.stdin.buffer, sys.stdout.buffer)
-    except (BrokenPipeError, KeyboardInterrupt):
-        pass
 
 
 if __name__ == "__main__":

@@ -133,11 +133,14 @@ def _receive(stream: IO[bytes]) -> bytes | None:
 
 def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
     """The child: answer each batch of NUL-separated paths with one line a path."""
-    from taguru_ray.pipeline.read import segment_sha256
+    from taguru_ray.documents.kinds import is_document
+    from taguru_ray.pipeline.read import document_sha256, segment_sha256
     from taguru_ray.store.inputs import read_source
 
     def digest(path: str) -> str:
         try:
+            if is_document(path):  # its bytes' digest, BOM and all (ADR 0078)
+                return document_sha256(read_source(path))
             return segment_sha256(read_source(path))
         except Exception:  # the driver reads this one itself and reports what it finds
             return ""

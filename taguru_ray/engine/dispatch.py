@@ -96,6 +96,7 @@ class Dispatch:
                 scanned.written_id,
                 vocabulary,
                 skipping.manifest.previous_output(scanned.source),
+                scanned.inputs.get("converter"),
             )
             tasks.append(asyncio.create_task(self._extract(job)))
         self.all_handed_out = True

@@ -73,7 +73,14 @@ def dry_run(settings: Settings, console: Console) -> int:
     )
     for index, source in enumerate(sources):
         scanned = scan(
-            settings, index, source, several, seen, inputs, lambda _, i=index: sources.read(i)
+            settings,
+            index,
+            source,
+            several,
+            seen,
+            inputs,
+            lambda _, i=index: sources.read(i),
+            document=sources.document(index),
         )
         if scanned.refusal or scanned.inputs is None or scanned.data is None:
             console.err(f"{FAILURE_PREFIX}{source}: {scanned.refusal}")

@@ -96,7 +96,10 @@ class Reading:
         def scan_one(index: int, digest: str | None) -> Scanned:
             source = sources[index]
             read = self.read if corpus is None else (lambda _: corpus.read(index))
-            scanned = scan(self._settings, index, source, several, seen, self.inputs, read, digest)
+            document = corpus.document(index) if corpus is not None else None
+            scanned = scan(
+                self._settings, index, source, several, seen, self.inputs, read, digest, document
+            )
             if scanned.unread and not self._skipping.unchanged_by(scanned, self._inputs_now()):
                 # The helper hashed it, and a worker needs its bytes: read here, on the
                 # batch's thread, as without a helper.

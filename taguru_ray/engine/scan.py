@@ -18,10 +18,12 @@ from typing import Any, TextIO
 
 from taguru_ray.contract.names import output_name, split_row, written_id
 from taguru_ray.contract.source_file import SourceFileError, parse_source_file
+from taguru_ray.documents.kinds import converter_id
 from taguru_ray.engine.written_ids import WrittenIds, first_to_write
 from taguru_ray.pipeline.coverage import stderr_line, uncovered
 from taguru_ray.pipeline.read import (
     SegmentRefused,
+    document_sha256,
     masked_sha256,
     read_segment,
     redact_segment,
@@ -163,10 +165,17 @@ _template: tuple[Settings, InputDigests, dict[str, Any]] | None = None
 
 
 def segment_inputs(
-    settings: Settings, digests: InputDigests, digest: str, ident: str, output: str
+    settings: Settings,
+    digests: InputDigests,
+    digest: str,
+    ident: str,
+    output: str,
+    converter: str | None = None,
 ) -> dict[str, Any]:
-    """`compute_inputs(settings, digests, digest, ident, output)`, from a copy of the run's
-    shared entry (the same keys, in the same order)."""
+    """`compute_inputs(settings, digests, digest, ident, output, converter)`, from a copy
+    of the run's shared entry (the same keys, in the same order)."""
+    if converter is not None:  # a document's entry: its converter among the inputs
+        return compute_inputs(settings, digests, digest, ident, output, converter)
     global _template
     held = _template
     if held is None or held[0] is not settings or held[1] is not digests:
@@ -188,8 +197,11 @@ def scan(
     inputs: RunInputs | None = None,
     read: Callable[[str], bytes] = read_source,
     digest: str | None = None,
+    document: str | None = None,
 ) -> Scanned:
     """Read and hash a segment; under --redact the hash is its masked text's (`read`).
+    A `document` (its kind, from its shape: `Corpus.document`) is hashed as bytes and
+    converted on its worker; its entry names the converter (ADR 0078).
     `read` is the file reader, or a run's in-memory segments (staged agent sessions).
     With the `digest` a helper process found (`digest_helper.py`) nothing is read: the
     segment comes back unread (`Scanned.unread`), for `read_scanned` if it is not skipped."""
@@ -219,10 +231,11 @@ def scan(
         )
         return Scanned(index, source, ident, refusal=why)
     digests = inputs.digests if inputs is not None else _NO_DIGESTS
+    converter = converter_id(document) if document is not None else None
     if digest is not None:
-        entry = segment_inputs(settings, digests, digest, ident, output_name(source))
+        entry = segment_inputs(settings, digests, digest, ident, output_name(source), converter)
         return Scanned(index, source, ident, None, entry)
-    return _read(settings, index, source, ident, inputs, read)
+    return _read(settings, index, source, ident, inputs, read, converter)
 
 
 def read_scanned(
@@ -233,7 +246,10 @@ def read_scanned(
 ) -> Scanned:
     """An unread segment (its hash from the helper) read and hashed here: the bytes a
     worker gets and the hash the manifest records come from this one read."""
-    return _read(settings, scanned.index, scanned.source, scanned.written_id, inputs, read)
+    converter = scanned.inputs.get("converter") if scanned.inputs is not None else None
+    return _read(
+        settings, scanned.index, scanned.source, scanned.written_id, inputs, read, converter
+    )
 
 
 def _read(
@@ -243,10 +259,14 @@ def _read(
     ident: str,
     inputs: RunInputs | None,
     read: Callable[[str], bytes],
+    converter: str | None = None,
 ) -> Scanned:
     try:
         data = read(source)
-        if inputs is not None and inputs.redaction:
+        redacting = inputs is not None and bool(inputs.redaction)
+        if converter is not None:  # hashed as bytes, converted on the worker (ADR 0078)
+            digest = document_sha256(data, inputs.redact_key if redacting and inputs else None)
+        elif inputs is not None and redacting:
             digest = masked_sha256(source, data, inputs.redaction, inputs.redact_key)
         else:
             digest = segment_sha256(data)
@@ -255,8 +275,9 @@ def _read(
     except SegmentRefused as refusal:
         return Scanned(index, source, ident, refusal=str(refusal))
     digests = inputs.digests if inputs is not None else _NO_DIGESTS
-    entry = segment_inputs(settings, digests, digest, ident, output_name(source))
+    entry = segment_inputs(settings, digests, digest, ident, output_name(source), converter)
     return Scanned(index, source, ident, data, entry)
+
 
 
 def skip_line(source: str) -> str:

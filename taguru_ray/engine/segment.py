@@ -16,6 +16,7 @@ import asyncio
 from typing import Any, TypeVar
 
 from taguru_ray.contract.records.attempts import ReplaySummary
+from taguru_ray.engine.documents import Documents
 from taguru_ray.engine.ports import Model, SegmentRecorder
 from taguru_ray.pipeline.effects import (
     Answered,
@@ -23,6 +24,7 @@ from taguru_ray.pipeline.effects import (
     Begin,
     BindOverview,
     Commit,
+    Convert,
     CurrentRung,
     Demote,
     Finish,
@@ -58,6 +60,28 @@ async def extract_segment(
     model: Model,
     recorder: SegmentRecorder,
     run_inputs: RunInputs | None = None,
+    documents: Documents | None = None,
+) -> SegmentOutcome:
+    """Run one segment's program on its ports; `documents` converts a document (the
+    worker's, kept across segments; without one, a converter of this segment's own)."""
+    own = documents is None and job.converter is not None
+    if own:
+        documents = Documents.of(settings, None)
+    try:
+        return await _extract_segment(job, settings, run_id, model, recorder, run_inputs, documents)
+    finally:
+        if own and documents is not None:
+            documents.close()
+
+
+async def _extract_segment(
+    job: SegmentJob,
+    settings: Settings,
+    run_id: str,
+    model: Model,
+    recorder: SegmentRecorder,
+    run_inputs: RunInputs | None,
+    documents: Documents | None,
 ) -> SegmentOutcome:
     replay = (
         ReplayView(model.replay.book, model.replay.mode, settings.replay_dir())
@@ -65,7 +89,9 @@ async def extract_segment(
         else None
     )
     task = SegmentTask(job, settings, run_id, run_inputs or RunInputs(), replay)
-    interpreter = Interpreter(model, recorder, settings.records.diagnostics_raw_bytes)
+    interpreter = Interpreter(
+        model, recorder, settings.records.diagnostics_raw_bytes, documents
+    )
     # A staged agent session (`taguru-ray sessions extract`) runs its own program on the
     # same ports: batches of turns instead of chunks, the v4 contract instead of items.
     program = extract_session(task) if is_staged(job.data) else extract(task)
@@ -89,9 +115,16 @@ async def extract_segment(
 class Interpreter:
     """Carries out a program's effects against one segment's ports."""
 
-    def __init__(self, model: Model, recorder: SegmentRecorder, raw_bytes: int = 0) -> None:
+    def __init__(
+        self,
+        model: Model,
+        recorder: SegmentRecorder,
+        raw_bytes: int = 0,
+        documents: Documents | None = None,
+    ) -> None:
         self._model = model
         self._recorder = recorder
+        self._documents = documents
         self._raw_bytes = raw_bytes  # TAGURU_EXTRACT_DIAGNOSTICS_RAW_BYTES, for the sidecar
         self.completions = 0
 
@@ -146,6 +179,10 @@ class Interpreter:
             return await self._parallel(effect)
         elif isinstance(effect, Commit):
             return await model.commit(effect.proposal)
+        elif isinstance(effect, Convert):
+            if self._documents is None:
+                return "no converter was given this segment's interpreter — this is a bug"
+            return await self._documents.convert(effect)
         elif isinstance(effect, Finish):
             return await recorder.finish(effect.source_file, effect.trace)
         elif isinstance(effect, WhereRecords):

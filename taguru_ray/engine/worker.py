@@ -31,6 +31,7 @@ from taguru_ray.contract.records.sidecar import RunRecord
 from taguru_ray.cpu import CpuReading, own_cpu
 from taguru_ray.engine.batches import Outbox, failed_outcome
 from taguru_ray.engine.commits import CommitBatches
+from taguru_ray.engine.documents import Documents
 from taguru_ray.engine.ports import Complete, Model
 from taguru_ray.engine.recorder import StoreRecorder
 from taguru_ray.engine.replay import Replayer
@@ -83,6 +84,7 @@ class SegmentWorker:
             else None
         )
         self._out = OutDir(settings.source.out)
+        self._converting: Documents | None = None  # documents' converter, at the first one
         self._journal = Journal(self._out)  # where this process records what it wrote
         # The run's write deadline (store/lease.py): the driver pushes each renewal's;
         # a local folder needs none.
@@ -239,13 +241,22 @@ class SegmentWorker:
             model = dataclasses.replace(model, complete=replayer.complete, replay=replayer)
         try:
             inputs = await self._run_inputs()
-            return await extract_segment(job, self._settings, self._run_id, model, recorder, inputs)
+            return await extract_segment(
+                job, self._settings, self._run_id, model, recorder, inputs, self._documents()
+            )
         finally:
             recorder.close()
             # The driver closes the sidecar after the last segment returns: every
             # record this segment sent must have landed by then.
             if pending:
                 await asyncio.gather(*pending)
+
+    def _documents(self) -> Documents:
+        """This worker's converter child and the --out cache (ADR 0078), made at the first
+        document: a run of text segments starts no child."""
+        if self._converting is None:
+            self._converting = Documents.of(self._settings, self._out)
+        return self._converting
 
     async def _run_inputs(self) -> RunInputs:
         """The run's inputs, asked of the ledger once however many segments start together

@@ -10,7 +10,7 @@ test feeds a list of completions instead. No asyncio, Ray or file here.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from taguru_ray.contract.completion import Completion, CompletionRequest
@@ -155,6 +155,19 @@ class Finish:
 
 
 @dataclass(frozen=True)
+class Convert:
+    """Convert a document (ADR 0078): receives its `Converted`, or the one line saying why
+    it has none. `converter` is the manifest's compute input (``pdf:pypdfium2 5.15.2/1``);
+    `digest` names the document's bytes; `keep`: the converted text may be kept in --out
+    (not under --redact, where it would hold what the masking hides)."""
+
+    converter: str
+    data: bytes = field(repr=False)
+    digest: str
+    keep: bool
+
+
+@dataclass(frozen=True)
 class WhereRecords:
     """Where the segment's records are kept; receives `RecordsKept`."""
 
@@ -172,6 +185,7 @@ class Stopped(Exception):
 
 Effect = (
     Ask
+    | Convert
     | LogAttempt
     | LogMove
     | Log

@@ -7,10 +7,12 @@ here; a refusal is a value the engine reports for this segment alone.
 from __future__ import annotations
 
 import hashlib
+import hmac
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from taguru_ray.contract.items import MAX_PASSAGE_BYTES
+from taguru_ray.documents.converted import Converted, Locator
 from taguru_ray.text.paragraphs import Paragraph, split_paragraphs
 from taguru_ray.text.redact import Redaction, Rule, redact
 
@@ -35,6 +37,9 @@ class Segment:
     text: str
     sha256: str
     paragraphs: tuple[Paragraph, ...] = field(repr=False)
+    # A converted document's: each paragraph's locator, by index (ADR 0078); empty for
+    # a text segment.
+    locators: tuple[Locator, ...] = field(default=(), repr=False)
 
     @property
     def bytes(self) -> int:
@@ -66,10 +71,16 @@ def redact_segment(
         return segment, []
     text, found = redact(segment.text, segment.sha256, rules, key)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if segment.locators:  # a document is known by its bytes' digest (`document_sha256`)
+        digest = segment.sha256
     if not found:
-        return Segment(segment.source, segment.text, digest, segment.paragraphs), []
-    masked = Segment(segment.source, text, digest, tuple(split_paragraphs(text)))
-    return masked, found
+        return Segment(segment.source, segment.text, digest, segment.paragraphs,
+                       segment.locators), []  # fmt: skip
+    paragraphs = tuple(split_paragraphs(text))
+    # A match across a blank line would join two paragraphs: their locators no longer
+    # line up, and none is claimed.
+    locators = segment.locators if len(paragraphs) == len(segment.paragraphs) else ()
+    return Segment(segment.source, text, digest, paragraphs, locators), found
 
 
 def masked_sha256(source: str, data: bytes, rules: Sequence[Rule], key: bytes = b"") -> str:
@@ -101,3 +112,39 @@ def segment_sha256(data: bytes) -> str:
     decode_segment(data)  # the same refusals as a read, so a skip never hides one
     body = data[len(BOM_BYTES) :] if data.startswith(BOM_BYTES) else data
     return hashlib.sha256(body).hexdigest()
+
+
+# The most of a document the driver reads: a PDF of scans runs to hundreds of MiB, its
+# text to far less; past this one is refused unread.
+DOCUMENT_LIMIT = 512 << 20
+
+
+def document_sha256(data: bytes, key: bytes | None = None) -> str:
+    """A document's manifest hash: the sha256 of its bytes, known before it is converted
+    (the driver never converts). Under --redact it is keyed (HMAC-SHA256 with the
+    redaction key), for the reason a text segment's is its masked text's: the plain
+    digest of a file would let anyone holding --out check a guess at what it held."""
+    if len(data) > DOCUMENT_LIMIT:
+        raise SegmentRefused(
+            f"over the {DOCUMENT_LIMIT >> 20} MiB document cap — split the document"
+        )
+    if key is not None:
+        return hmac.new(key, data, hashlib.sha256).hexdigest()
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_document(source: str, converted: Converted, digest: str) -> Segment:
+    """A converted document as a segment: its paragraphs' text, each paragraph's locator
+    (the converter's paragraphs hold no blank line, so the canonical split finds each
+    again: paragraph *i* is the converter's *i*), and its bytes' `digest`."""
+    text = converted.text
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_PASSAGE_BYTES:
+        raise SegmentRefused(
+            f"its text is {size} bytes, over the {MAX_PASSAGE_BYTES}-byte (8 MiB) segment cap "
+            "— split the document (a document is not yet written in parts)"
+        )
+    paragraphs = tuple(split_paragraphs(text))
+    located = converted.paragraphs
+    locators = tuple(p.locator for p in located) if len(located) == len(paragraphs) else ()
+    return Segment(source, text, digest, paragraphs, locators)

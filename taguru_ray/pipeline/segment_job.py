@@ -22,6 +22,9 @@ class SegmentJob:
     # The output the manifest names for this segment before this run, when it has one:
     # the worker deletes it once the new entry is recorded, if the new one is elsewhere.
     previous_output: str | None = None
+    # A document's converter (its manifest `converter`, ADR 0078): `data` is the document,
+    # converted to text where the segment runs. None: `data` is the segment's text.
+    converter: str | None = None
 
 
 @dataclass

@@ -34,6 +34,7 @@ from taguru_ray.pipeline.effects import (
     Begin,
     BindOverview,
     Commit,
+    Convert,
     Finish,
     LoadResume,
     Parallel,
@@ -48,7 +49,14 @@ from taguru_ray.pipeline.merge import Extraction
 from taguru_ray.pipeline.overview import OVERVIEW_SYSTEM, overview_user
 from taguru_ray.pipeline.plan import Chunk
 from taguru_ray.pipeline.prompt import Conversation, system_prompt
-from taguru_ray.pipeline.read import SegmentRefused, read_segment, redact_segment
+from taguru_ray.pipeline.read import (
+    Segment,
+    SegmentRefused,
+    document_sha256,
+    read_document,
+    read_segment,
+    redact_segment,
+)
 from taguru_ray.pipeline.reconcile import PieceState, proposal_of, prune_claimed
 from taguru_ray.pipeline.replay_book import settings_differences
 from taguru_ray.pipeline.report import (
@@ -80,19 +88,24 @@ def extract(task: SegmentTask) -> Program[SegmentOutcome]:
     (its failure line last) or interrupted."""
     job, settings = task.job, task.settings
     outcome = SegmentOutcome(job.index, job.source, "failed")
+    inputs = task.inputs
     try:
-        segment = read_segment(job.source, job.data)
+        segment = yield from _read(task, outcome)
     except SegmentRefused as refusal:
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {refusal}")
         return outcome
-    inputs = task.inputs
     segment, redactions = redact_segment(segment, inputs.redaction, inputs.redact_key)
     if redactions:
         outcome.notes.append(f"{FAILURE_PREFIX}{job.source}: {stderr_summary(redactions)}")
     entry = compute_inputs(
-        settings, inputs.digests, segment.sha256, job.written_id, output_name(job.source)
+        settings,
+        inputs.digests,
+        segment.sha256,
+        job.written_id,
+        output_name(job.source),
+        job.converter,
     )
-    fingerprint = checkpoint_fingerprint(settings, inputs.digests, segment.sha256)
+    fingerprint = checkpoint_fingerprint(settings, inputs.digests, segment.sha256, job.converter)
     # Replay and --resume-from read no checkpoint: a cached unit was validated under
     # whichever rules ran then, which is what a replay after a rule change must not reuse.
     discard = settings.run.force or settings.records.bypasses_store
@@ -189,6 +202,23 @@ def extract(task: SegmentTask) -> Program[SegmentOutcome]:
     )
     outcome.contribution = contribution
     return outcome
+
+
+def _read(task: SegmentTask, outcome: SegmentOutcome) -> Program[Segment]:
+    """The `read` step: a text segment's bytes decoded; a document's converted where the
+    segment runs (ADR 0078), its bytes' digest the manifest's hash. `SegmentRefused`
+    when it cannot be read."""
+    job = task.job
+    if job.converter is None:
+        return read_segment(job.source, job.data)
+    inputs = task.inputs
+    key = inputs.redact_key if inputs.redaction else None
+    digest = document_sha256(job.data, key)
+    converted = yield Convert(job.converter, job.data, digest, keep=key is None)
+    if isinstance(converted, str):
+        raise SegmentRefused(converted)
+    outcome.notes.extend(f"{FAILURE_PREFIX}{job.source}: {note}" for note in converted.notes)
+    return read_document(job.source, converted, digest)
 
 
 def _counts(

@@ -60,6 +60,8 @@ def write(
         units=state.units,
         blocks=state.blocks,
         overviews=state.overviews,
+        converter=state.job.converter,
+        locators=state.segment.locators,
     )
     trace = trace_records(
         facts, state.chunks, pieces, state.segment.paragraphs, extraction, rendered.items

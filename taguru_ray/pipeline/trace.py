@@ -53,6 +53,8 @@ class SegmentFacts:
     units: Sequence[Unit] = ()
     blocks: Mapping[int, ContextBlock] = field(default_factory=dict)
     overviews: Sequence[Overview | None] = ()
+    converter: str | None = None  # a document's converter and version (ADR 0078)
+    locators: Sequence[dict[str, Any]] = ()  # a document's paragraphs' locators
 
 
 def redaction_record(found: Redaction) -> Record:
@@ -94,6 +96,7 @@ def trace_records(
             segment_sha256=facts.segment_sha256,
             batch_path=facts.batch_path,
             chunk_total=len(chunks),
+            converter=facts.converter,
         ).record(),
         *(redaction_record(found) for found in facts.redactions),
         SteeringTrace(
@@ -156,6 +159,7 @@ def trace_records(
             paragraphs,
             (a for a, _ in extraction.associations),
             (q for q, _ in extraction.questions),
+            facts.locators,
         )
     )
     return records

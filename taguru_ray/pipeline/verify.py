@@ -8,7 +8,8 @@ are listable from the trace alone (taguru ADR 0026).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from taguru_ray.contract.items import Association, Question
 from taguru_ray.contract.records import Record
@@ -20,7 +21,10 @@ def paragraph_records(
     paragraphs: Iterable[Paragraph],
     associations: Iterable[Association],
     questions: Iterable[Question],
+    locators: Sequence[dict[str, Any]] = (),
 ) -> list[Record]:
+    """A `paragraph` record a canonical paragraph; a converted document's carry their
+    `locators` (by paragraph index)."""
     cited: Counter[int] = Counter()
     for association in associations:
         if association.paragraph is not None:
@@ -37,6 +41,7 @@ def paragraph_records(
                 items=items,
                 covered=items > 0,
                 text=paragraph.text if items == 0 else None,
+                locator=locators[paragraph.index] if paragraph.index < len(locators) else None,
             ).record()
         )
     return records

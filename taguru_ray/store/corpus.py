@@ -23,10 +23,11 @@ from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from typing import overload
 
+from taguru_ray.documents.kinds import kind_of
 from taguru_ray.pipeline.read import SegmentRefused
 from taguru_ray.store.front_coded import FrontCoded
 from taguru_ray.store.regular import read_regular
-from taguru_ray.store.shapes import TEXT, Locator, Part, Shape, shape_of
+from taguru_ray.store.shapes import DOCUMENT, TEXT, Locator, Part, Shape, shape_of
 
 
 class FilePart:
@@ -175,6 +176,15 @@ class Corpus(Sequence[str]):
     def shape(self, index: int) -> Shape:
         part, offset = self._find(index)
         return part.shape(offset)
+
+    def document(self, index: int) -> str | None:
+        """Segment `index`'s document kind (``pdf``, ``docx``, ``pptx``, ``html``) when its
+        shape is a document's, else None: by shape, never by the source's ending alone (a
+        row's id may end in ``.pdf``)."""
+        part, offset = self._find(index)
+        if part.shape(offset) is not DOCUMENT:
+            return None
+        return kind_of(part.source(offset))
 
     def locator(self, index: int) -> Locator:
         part, offset = self._find(index)

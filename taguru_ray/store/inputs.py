@@ -245,7 +245,8 @@ def _expand_folder(fs: Any, root: str, path: str, corpus: Corpus, columns: Colum
             else ""
         )
         raise UsageError(
-            f"{path}: the folder holds no .md or .txt files nor dataset shards "
+            f"{path}: the folder holds no .md or .txt files, no documents (.pdf, .docx, "
+            ".pptx, .html) nor dataset shards "
             f"({', '.join(DATASET_SUFFIXES)}){held} — name files or another folder"
         )
     if listing.segments:
@@ -294,7 +295,8 @@ def _expand_tree(fs: Any, root: str, path: str, corpus: Corpus, columns: Columns
             files.append(found.path)
     if not len(files) and not shards and not broken:
         raise UsageError(
-            f"{path}: the tree holds no .md or .txt files nor dataset shards "
+            f"{path}: the tree holds no .md or .txt files, no documents (.pdf, .docx, "
+            ".pptx, .html) nor dataset shards "
             f"({', '.join(DATASET_SUFFIXES)}) at any depth — name files or another folder"
         )
     if len(files):
@@ -348,9 +350,10 @@ def corpus_of(source: Source) -> Corpus:
 
 
 def read_source(source: str) -> bytes:
-    """A segment file's bytes, at most READ_LIMIT of them; OSError when unreadable (a FIFO
-    or a device included: `NotRegularFile`)."""
-    return read_regular(source, READ_LIMIT)
+    """A segment file's bytes, at most its shape's read limit (a text segment's READ_LIMIT,
+    a document's the document cap); OSError when unreadable (a FIFO or a device included:
+    `NotRegularFile`)."""
+    return read_regular(source, (shape_of(source) or TEXT).read_limit)
 
 
 def iter_sources(paths: tuple[str, ...] | list[str]) -> Iterator[str]:

@@ -31,6 +31,8 @@ from typing import Protocol
 
 from taguru_ray.contract.items import MAX_PASSAGE_BYTES
 from taguru_ray.contract.names import DATASET_SUFFIXES, SEGMENT_SUFFIXES
+from taguru_ray.documents.kinds import DOCUMENT_SUFFIXES
+from taguru_ray.pipeline.read import DOCUMENT_LIMIT
 
 
 @dataclass(frozen=True)
@@ -41,20 +43,25 @@ class Shape:
     stream in row order; otherwise each file is one segment, read whole.
     `read_limit`: the most bytes the driver reads of one segment — past the cap it
     only needs to know the segment is over it.
+    `any_case`: its endings match in any case (``Report.PDF``).
     """
 
     name: str
     suffixes: tuple[str, ...]
     rows: bool = False
     read_limit: int = MAX_PASSAGE_BYTES + 4  # a leading BOM does not count against the cap
+    any_case: bool = False
 
     def reads(self, name: str) -> bool:
-        return name.endswith(self.suffixes)
+        return (name.lower() if self.any_case else name).endswith(self.suffixes)
 
 
 TEXT = Shape("text", SEGMENT_SUFFIXES)
 DATASET = Shape("dataset", DATASET_SUFFIXES, rows=True)
-SHAPES: tuple[Shape, ...] = (TEXT, DATASET)
+# PDF, DOCX, PPTX, HTML: a file one segment, read whole (to the document cap) and
+# converted where the segment runs (ADR 0078); named in any case, as exporters do.
+DOCUMENT = Shape("document", DOCUMENT_SUFFIXES, read_limit=DOCUMENT_LIMIT + 1, any_case=True)
+SHAPES: tuple[Shape, ...] = (TEXT, DATASET, DOCUMENT)
 
 
 def shape_of(name: str) -> Shape | None:

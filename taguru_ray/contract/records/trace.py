@@ -24,6 +24,8 @@ class SegmentTrace(Typed):
     segment_sha256: str
     batch_path: str
     chunk_total: int
+    # A document's converter and version (ADR 0078); absent for a text segment.
+    converter: Annotated[str | None, WHEN_SET] = None
 
 
 class RedactionTrace(Typed):
@@ -179,6 +181,9 @@ class ParagraphTrace(Typed):
     items: int
     covered: bool
     text: Annotated[str | None, WHEN_SET] = None
+    # Where in its document the paragraph came from (ADR 0078): {"page": 2}, {"slide": 3},
+    # {"headings": [...]}; absent for a text segment.
+    locator: Annotated[dict[str, Any] | None, WHEN_SET] = None
 
 
 class UncoveredTrace(Typed):

@@ -55,11 +55,14 @@ def _shared_fields(settings: Settings, digests: InputDigests) -> tuple[tuple[str
 
 
 def checkpoint_fingerprint(
-    settings: Settings, digests: InputDigests, segment_sha256: str
+    settings: Settings, digests: InputDigests, segment_sha256: str, converter: str | None = None
 ) -> dict[str, Any]:
-    """The compute inputs a checkpoint file is bound to (CONTRACT section 3)."""
+    """The compute inputs a checkpoint file is bound to (CONTRACT section 3); `converter`
+    names a document's converter and its version (ADR 0078)."""
     found = _field_values(settings, digests)
     found["sha256"] = segment_sha256
+    if converter is not None:
+        found["converter"] = converter
     return {key: found[key] for key in CHECKPOINT_FIELDS if key in found}
 
 
@@ -69,9 +72,12 @@ def compute_inputs(
     segment_sha256: str,
     written_id: str | None,
     output: str,
+    converter: str | None = None,
 ) -> dict[str, Any]:
     """A manifest entry: the checkpoint fingerprint plus what names the written file."""
     found = _field_values(settings, digests)
+    if converter is not None:
+        found["converter"] = converter
     found.update(
         sha256=segment_sha256,
         source_id=written_id if settings.source.source_id is not None else "",

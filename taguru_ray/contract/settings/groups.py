@@ -38,6 +38,12 @@ DEFAULT_CORRECTIVE_CONTEXT_BYTES = 256 * 1024
 # server (vLLM on an H200) serves 64-256 sequences at once (ADR 0047). Unpinned, the
 # segment window follows the in-flight ceiling, so the default run can fill it.
 AUTO_CEILING_PER_ENDPOINT = 256
+# A document's converter (ADR 0078): the longest a real one took here was the 2 415-page
+# R reference manual, 3 s; its child's address space is capped, the 2 415 pages needed
+# 150 MiB of it. Both leave a hundredfold room, and a runaway document is one line.
+DEFAULT_CONVERT_TIMEOUT = 300.0
+DEFAULT_CONVERT_MEMORY = 2048
+MIN_CONVERT_MEMORY = 256
 
 
 class Source(Group):
@@ -163,6 +169,19 @@ class Reading(Group):
              "your config folder)", env="TAGURU_EXTRACT_REDACT_KEY", parse=values.passphrase,
              secret=True),
     ] = None
+    convert_timeout: Annotated[
+        float,
+        Knob("seconds a document (PDF, DOCX, PPTX, HTML) may take to convert to text before "
+             "it fails (0 = unlimited)", flag="--convert-timeout",
+             env="TAGURU_RAY_CONVERT_TIMEOUT_SECS", metavar="S", parse=values.seconds),
+    ] = DEFAULT_CONVERT_TIMEOUT
+    convert_memory: Annotated[
+        int,
+        Knob("MiB of memory a document's converter may use before the document fails "
+             f"(at least {MIN_CONVERT_MEMORY})", flag="--convert-memory",
+             env="TAGURU_RAY_CONVERT_MEMORY_MB", metavar="MIB",
+             parse=values.int_at_least(MIN_CONVERT_MEMORY)),
+    ] = DEFAULT_CONVERT_MEMORY
 
 
 class Prompting(Group):
