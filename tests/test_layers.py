@@ -13,6 +13,7 @@ RANKS = {
     "errors": 0,
     "heap": 0,
     "text": 0,
+    "documents": 0,  # PDF/DOCX/PPTX/HTML bytes in, paragraphs with locators out (ADR 0078)
     "contract": 0,
     "sqlite_wal": 0,  # how the two SQLite stores open their files
     "measure": 0,  # Distribution / Ratio / Count, shared by benchmark and evaluate

@@ -18,8 +18,9 @@ REF = {"run_id": "0123456789abcdef", "attempt_seq": 3}
 CASES: list[tuple[type[Typed], str, dict[str, Any]]] = [
     (
         trace.SegmentTrace,
-        "type run_id source segment_sha256 batch_path chunk_total",
-        dict(run_id="r", source="a.md", segment_sha256="s", batch_path="b", chunk_total=2),
+        "type run_id source segment_sha256 batch_path chunk_total converter",
+        dict(run_id="r", source="a.pdf", segment_sha256="s", batch_path="b", chunk_total=2,
+             converter="pdf:pypdfium2 5.15.2/1"),
     ),
     (
         trace.RedactionTrace,
@@ -132,8 +133,8 @@ CASES: list[tuple[type[Typed], str, dict[str, Any]]] = [
     ),
     (
         trace.ParagraphTrace,
-        "type paragraph bytes items covered text",
-        dict(paragraph=0, bytes=4, items=0, covered=False, text="t"),
+        "type paragraph bytes items covered text locator",
+        dict(paragraph=0, bytes=4, items=0, covered=False, text="t", locator={"page": 2}),
     ),
     (
         trace.UncoveredTrace,
@@ -413,7 +414,10 @@ def test_manifest_and_checkpoint_fields_follow_the_contract() -> None:
         "description", "fact_budget", "structured_output", "max_output_tokens",
         "escalation_factor", "runaway_ratio",
     ]  # fmt: skip
-    tail = "lossy schema_digest candidates redaction vocabulary_digest carryover gleanings"
+    tail = (
+        "lossy schema_digest candidates redaction vocabulary_digest carryover gleanings "
+        "converter"
+    )
     assert (
         *compute, "chunk_context", "chunk_bytes", *tail.split(), "source_id", "date", "tags",
         "output",
@@ -421,6 +425,7 @@ def test_manifest_and_checkpoint_fields_follow_the_contract() -> None:
     assert (*compute, "chunk_bytes", "chunk_context", *tail.split()) == CHECKPOINT_FIELDS
     entry = ManifestEntry(sha256="s", model="m", prompt_version=102, output="o")
     assert "carryover" not in entry.record() and entry.record()["tags"] == []
+    assert "converter" not in entry.record()  # a text segment's entry is as it was
 
 
 def test_a_reader_skips_a_line_of_another_type_or_shape() -> None:

@@ -9,6 +9,7 @@ a log that does not exist (named).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -19,6 +20,7 @@ from taguru_ray.contract.names import INSPECT_VERB as VERB
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from taguru_ray.tools.inspect import Filter, build_report
 from taguru_ray.tools.inspect_text import render_text
+from taguru_ray.tools.locators import paragraph_locators, trace_beside
 from taguru_ray.tools.records import read_file, read_lines
 
 PREFIX = f"{VERB.replace(' ', ': ')}: "
@@ -56,6 +58,11 @@ def main(argv: Sequence[str]) -> int:
         return EXIT_USAGE
     piece = args.piece.strip().lower() if args.piece is not None else None
     report = build_report(args.log, read_lines(data), Filter(piece, args.paragraph))
+    trace = trace_beside(args.log)
+    if trace is not None:  # a document's: its pages, slides or headings (ADR 0078)
+        # No trace (a failed segment): the attempts are shown without them.
+        with contextlib.suppress(OSError):
+            report.locators = paragraph_locators(read_lines(read_file(trace)).records)
     if not report.is_attempts_log:
         print(
             f"{PREFIX}{args.log}: not an attempts log — no settings, attempt or move record in it",

@@ -57,7 +57,7 @@ def _paragraphs(root: Any) -> Iterator[tuple[str, Locator]]:
                 level = _level(block.get("rend"))
                 path = [(lvl, head) for lvl, head in path if lvl < level]
                 path.append((level, text))
-                yield text, {"headings": [head for _, head in path[:-1]]}
+                yield text, {"headings": [head for _, head in path]}
             continue
         headings = {"headings": [head for _, head in path]}
         if tag == "list":

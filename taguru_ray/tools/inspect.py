@@ -150,6 +150,8 @@ class AttemptsReport:
     next_piece: AttemptRow | None = None  # the piece worth opening next (unfiltered)
     next_is_unfinished: bool = False
     rows_read: int = 0  # attempt and move records read, before any filter
+    # A converted document's paragraph → locator, from its trace (`tools/locators.py`).
+    locators: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def is_attempts_log(self) -> bool:
@@ -158,6 +160,7 @@ class AttemptsReport:
 
     def to_json(self) -> dict[str, Any]:
         texts = self.filter.narrows
+        located = {str(i): v for i, v in sorted(self.locators.items())}
         return {
             "target": self.target,
             "type": "attempts",
@@ -169,6 +172,7 @@ class AttemptsReport:
             "moves": [move.to_json() for move in self.moves],
             "unreadable_lines": self.unreadable_lines,
             "matched": self.matched,
+            **({"locators": located} if located else {}),
         }
 
 

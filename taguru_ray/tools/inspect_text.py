@@ -11,6 +11,7 @@ verbatim (a piece already shown is referred back to rather than repeated).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from taguru_ray.contract.names import SHORT_ID, inspect_command
@@ -21,6 +22,7 @@ from taguru_ray.tools.inspect import (
     AttemptsReport,
     MoveRow,
 )
+from taguru_ray.tools.locators import span
 
 SETTINGS_SHOWN = (
     "model",
@@ -50,7 +52,7 @@ def render_text(report: AttemptsReport) -> str:
             run = row.run_id
             mode = report.replays.get(run)
             out.append(f"  run {run}{f' (replay {mode})' if mode else ''}")
-        out += summary_lines(row)
+        out += summary_lines(row, report.locators)
         if report.filter.narrows:
             out += _texts(row, shown)
         here = {"run_id": row.run_id, "attempt_seq": row.attempt_seq}
@@ -61,7 +63,9 @@ def render_text(report: AttemptsReport) -> str:
     return "\n".join(out) + "\n"
 
 
-def summary_lines(row: AttemptRow) -> list[str]:
+def summary_lines(
+    row: AttemptRow, locators: Mapping[int, Mapping[str, Any]] | None = None
+) -> list[str]:
     """The row's line — where, which lap, how it ended, cap, time, tokens — and its details."""
     if row.stage == GLEANING:
         lap = f"gleaning pass {_seq(row.attempt)}"
@@ -71,6 +75,9 @@ def summary_lines(row: AttemptRow) -> list[str]:
         )
         lap = f"{stage} {_of(row.attempt, row.max_attempts)}"
     line = f"  #{_seq(row.attempt_seq)}  {_where(row)}  {lap}"
+    found = span(locators or {}, row.paragraph_first, row.paragraph_last)
+    if found:  # a converted document's page, slide or heading path (ADR 0078)
+        line = f"  #{_seq(row.attempt_seq)}  {_where(row)} [{found}]  {lap}"
     line += f"  {row.state}"
     if row.finish_reason not in (None, "stop"):
         line += f" (finish {row.finish_reason})"
