@@ -71,7 +71,8 @@ def test_a_folder_of_documents_writes_each_and_names_the_broken_one(
     paragraphs = [r for r in trace if r["type"] == "paragraph"]
     assert [r["locator"] for r in paragraphs] == [{"page": 1}, {"page": 1}, {"page": 2}]
     assert paragraphs[2]["items"] > 0  # type: ignore[operator]
-    headings = [r["locator"] for r in _trace(out, f"{docs}/report.docx") if r["type"] == "paragraph"]
+    report = _trace(out, f"{docs}/report.docx")
+    headings = [r["locator"] for r in report if r["type"] == "paragraph"]
     assert {"headings": ["Annual Report", "Fleet"]} in headings
 
     # inspect names the page of each piece.
