@@ -13,6 +13,7 @@ import contextlib
 from taguru_ray.documents.converted import Converted, DocumentRefused
 from taguru_ray.engine.converter import Converter
 from taguru_ray.pipeline.effects import Convert
+from taguru_ray.pipeline.read import Segment, SegmentRefused, read_document
 from taguru_ray.settings import Settings
 from taguru_ray.store import converted as kept
 from taguru_ray.store.outdir import OutDir
@@ -50,3 +51,34 @@ class Documents:
 
     def close(self) -> None:
         self._converter.close()
+
+
+class DryDocuments:
+    """--dry-run's conversions, in the driver (a dry run plans; it runs no worker): the text
+    kept in --out when there is some, else a converter child made at the first document.
+    Nothing is written."""
+
+    def __init__(self, settings: Settings, out: OutDir) -> None:
+        self._settings = settings
+        self._out = out
+        self._converter: Converter | None = None
+
+    def read(self, converter: str, data: bytes, digest: str, source: str) -> Segment:
+        """The document as its segment; `SegmentRefused` saying why it has none."""
+        found = None
+        if not self._settings.input.redact:
+            with contextlib.suppress(OSError):
+                found = kept.load(self._out, converter, digest)
+        if found is None:
+            if self._converter is None:
+                reading = self._settings.input
+                self._converter = Converter(reading.convert_timeout, reading.convert_memory << 20)
+            try:
+                found = self._converter.convert(converter.split(":", 1)[0], data)
+            except DocumentRefused as refused:
+                raise SegmentRefused(str(refused)) from None
+        return read_document(source, found, digest)
+
+    def close(self) -> None:
+        if self._converter is not None:
+            self._converter.close()

@@ -21,6 +21,7 @@ from taguru_ray.contract.names import join, output_name, written_id
 from taguru_ray.contract.ray_variables import USE_TLS
 from taguru_ray.engine.batch_price import chain, rounds_line, run_tariff
 from taguru_ray.engine.cluster_paths import for_the_cluster, remote_head
+from taguru_ray.engine.documents import DryDocuments
 from taguru_ray.engine.run import ExtractRun
 from taguru_ray.engine.run_inputs import load_run_inputs
 from taguru_ray.engine.same_bytes import SameBytes, manifest_holders
@@ -32,7 +33,7 @@ from taguru_ray.llm.tokenizer import load_counter
 from taguru_ray.pipeline.chunk_context import plan_segment
 from taguru_ray.pipeline.estimate import Estimate, estimate_segment
 from taguru_ray.pipeline.prompt import system_prompt
-from taguru_ray.pipeline.read import read_segment, redact_segment
+from taguru_ray.pipeline.read import SegmentRefused, read_segment, redact_segment
 from taguru_ray.pipeline.segment_job import SegmentJob
 from taguru_ray.pipeline.steering import steering_for
 from taguru_ray.settings import Settings, checkpoint_fingerprint
@@ -71,6 +72,9 @@ def dry_run(settings: Settings, console: Console) -> int:
         manifest_holders(lambda: manifest),
         console.err,
     )
+    # A dry run converts a document here to count its chunks (a run converts on the
+    # workers); its child ends with this process if the loop does not reach the close.
+    documents = DryDocuments(settings, out)
     for index, source in enumerate(sources):
         scanned = scan(
             settings,
@@ -92,15 +96,24 @@ def dry_run(settings: Settings, console: Console) -> int:
             tally.unchanged += 1
             continue
         same_bytes.check(index, scanned.inputs["sha256"])
-        segment, redactions = redact_segment(
-            read_segment(source, scanned.data), inputs.redaction, inputs.redact_key
-        )
+        converter = scanned.inputs.get("converter")
+        try:
+            read = (
+                read_segment(source, scanned.data)
+                if converter is None
+                else documents.read(converter, scanned.data, scanned.inputs["sha256"], source)
+            )
+        except SegmentRefused as refusal:
+            console.err(f"{FAILURE_PREFIX}{source}: {refusal}")
+            tally.failed += 1
+            continue
+        segment, redactions = redact_segment(read, inputs.redaction, inputs.redact_key)
         _, chunks = plan_segment(
             settings.prompt.chunk_context, segment.paragraphs, settings.input.chunk_bytes
         )
         masked = sum(1 for found in redactions if not found.preexisting)
         chains.append(chain(settings, len(chunks)))
-        fingerprint = checkpoint_fingerprint(settings, inputs.digests, segment.sha256)
+        fingerprint = checkpoint_fingerprint(settings, inputs.digests, segment.sha256, converter)
         reusable = (
             0
             if settings.run.force
@@ -132,6 +145,7 @@ def dry_run(settings: Settings, console: Console) -> int:
             f"→ {join(settings.source.out, output_name(source))}"
         )
         tally.planned += 1
+    documents.close()
     same_bytes.close()
     console.out(
         f"extract: {tally.planned} planned, {tally.unchanged} unchanged, {tally.failed} failed "
