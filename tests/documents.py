@@ -134,3 +134,22 @@ def zip_bomb_docx() -> bytes:
             for _ in range(300):
                 part.write(block)
     return buffer.getvalue()
+
+
+def swollen_docx(paragraphs: int = 400_000) -> bytes:
+    """A real DOCX whose body is `paragraphs` short paragraphs: tens of MiB of XML that
+    compress to little (under the zip-bomb limits) and take hundreds of MiB to parse —
+    a document that eats memory past a converter's limit."""
+    source = zipfile.ZipFile(io.BytesIO(report_docx()))
+    body = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+        "<w:body>" + "<w:p><w:r><w:t>Shinano River floods Niigata.</w:t></w:r></w:p>" * paragraphs
+        + "</w:body></w:document>"
+    ).encode()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for item in source.infolist():
+            data = body if item.filename == "word/document.xml" else source.read(item.filename)
+            archive.writestr(item.filename, data)
+    return buffer.getvalue()

@@ -2,9 +2,9 @@
 
 Body paragraphs and tables in document order; a heading (a paragraph whose outline
 level is set, by its own properties or its style's — locale-proof, unlike style names —
-or a ``Title`` / ``Heading N`` style) opens a level of the path the paragraphs under it
-carry. A table is a paragraph a row, its cells joined by `` | ``. Headers, footers and
-comments are not the document's text.
+or a ``Title`` / ``Heading N`` style, up its base styles) opens a level of the path the
+paragraphs under it carry. A table is a paragraph a row, its cells joined by `` | ``.
+Headers, footers and comments are not the document's text.
 """
 
 from __future__ import annotations
@@ -42,9 +42,17 @@ def _why(error: Exception) -> str:
 
 def _paragraphs(document: Any) -> Iterator[tuple[str, Locator]]:
     path: list[tuple[int, str]] = []  # (level, heading text)
+    # A style's level, by its id: python-docx finds a paragraph's style by a scan of every
+    # style (0.5 ms a paragraph; 400 000 paragraphs took minutes).
+    styles: dict[str | None, int | None] = {}
     for block in document.iter_inner_content():
         if isinstance(block, Paragraph):
-            level = heading_level(block)
+            level = _outline(block._p.pPr)
+            if level is None:
+                style_id = block._p.style
+                if style_id not in styles:
+                    styles[style_id] = style_level(block.style)
+                level = styles[style_id]
             text = block.text
             if level is not None and text.strip():
                 path = [(lvl, head) for lvl, head in path if lvl < level]
@@ -67,10 +75,10 @@ def _rows(table: Table) -> Iterator[str]:
             yield " | ".join(cells)
 
 
-def heading_level(paragraph: Paragraph) -> int | None:
-    """1 for a top heading (Title, Heading 1, outline level 0), None for body text."""
-    level = _outline(paragraph._p.pPr)
-    style = paragraph.style
+def style_level(style: Any) -> int | None:
+    """A paragraph style's heading level: 1 for a top heading (Title, Heading 1, outline
+    level 0), None for body text; read up its base styles."""
+    level = None
     depth = 0
     while level is None and style is not None and depth < 16:
         level = _outline(style.element.pPr)

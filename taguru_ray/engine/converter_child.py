@@ -33,7 +33,19 @@ def _read_exactly(stream: BinaryIO, size: int) -> bytes | None:
     return b"".join(parts)
 
 
-def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
+def _peak_bytes() -> int:
+    """The most address space this process has held (Linux), else its peak resident set."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmPeak:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def serve(stdin: BinaryIO, stdout: BinaryIO, limit: int = 0) -> None:
     while True:
         kind = stdin.readline()
         header = _read_exactly(stdin, LENGTH.size) if kind else None
@@ -45,7 +57,15 @@ def serve(stdin: BinaryIO, stdout: BinaryIO) -> None:
         try:
             answer = {"converted": convert(kind.decode().strip(), data).to_json()}
         except DocumentRefused as refused:
-            answer = {"refused": str(refused)}
+            why = str(refused)
+            # A library that runs out of memory under the limit often says only that it
+            # failed (lxml: "unknown error"): near the limit, the limit is the why.
+            if limit and _peak_bytes() >= limit * 0.9:
+                why = (
+                    f"needs more than its converter's {limit >> 20} MiB memory limit "
+                    f"(--convert-memory; the library said: {why})"
+                )
+            answer = {"refused": why}
         body = json.dumps(answer, ensure_ascii=False).encode("utf-8", "surrogatepass")
         stdout.write(LENGTH.pack(len(body)) + body)
         stdout.flush()
@@ -58,7 +78,7 @@ def main() -> None:
         with contextlib.suppress(ValueError, OSError):
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
-        serve(sys.stdin.buffer, sys.stdout.buffer)
+        serve(sys.stdin.buffer, sys.stdout.buffer, limit)
 
 
 if __name__ == "__main__":
