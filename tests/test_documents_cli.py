@@ -3,7 +3,7 @@
 A folder with a two-page PDF, a DOCX, a PPTX, an HTML page and a PDF cut short: each
 readable document writes a source file holding its text (the HTML page's article, not
 its navigation, script or footer), the PDF's second-page paragraph carries page 2 in
-the trace, `inspect` names the page, the broken PDF is one line and the run exits 1.
+the trace, `inspect` names the page, `report` tabulates facts by page, the broken PDF is one line and the run exits 1.
 A rerun asks nothing.
 """
 
@@ -82,6 +82,15 @@ def test_a_folder_of_documents_writes_each_and_names_the_broken_one(
         capture_output=True, text=True, cwd=REPO, check=True,
     )  # fmt: skip
     assert "[pages 1–2]" in shown.stdout, shown.stdout
+    # report tabulates the facts by page, slide or heading.
+    page = tmp_path / "report.html"
+    subprocess.run(
+        [sys.executable, "-m", "taguru_ray", "report", str(out), "--html", str(page)],
+        capture_output=True, text=True, cwd=REPO, check=True,
+    )  # fmt: skip
+    html = page.read_text(encoding="utf-8")
+    assert "Where the facts came from" in html
+    assert "<td>page 2</td>" in html and "<td>slide 1 notes</td>" in html
 
     # A rerun asks nothing; the text each document converted to is kept in --out, by
     # converter and digest (`tests/test_documents.py` shows a resume reads it back).

@@ -32,8 +32,9 @@ def build_parser() -> OneLineParser:
         "directory: throughput and in flight, latency, tokens and cost, what bounded the "
         "run, failures and removals by kind, ladder moves, the slowest and costliest "
         "segments; and the segments themselves — each paragraph beside what was extracted "
-        "from it and what was removed and why, label and concept counts, names under two "
-        "spellings (a sample past 300 segments).",
+        "from it and what was removed and why (a document's paragraph with its page, slide "
+        "or heading), label and concept counts, names under two spellings (a sample past "
+        "300 segments), and a document run's facts by page, slide or heading.",
         allow_abbrev=False,
     )
     parser.add_argument(

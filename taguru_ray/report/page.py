@@ -32,6 +32,8 @@ HEADINGS = (
     "Segments: what was extracted, and what was removed",
 )
 TOP = 10
+LOCATED = "Where the facts came from: pages, slides, headings"
+LOCATED_ROWS = 200  # a run of many documents shows its first rows and counts the rest
 STYLE = (
     """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px auto;max-width:960px;padding:0 20px;
@@ -118,6 +120,8 @@ def _run(run: RunView, number: int) -> str:
     parts += [f"<h3>{HEADINGS[4]}</h3>", _failures(run)]
     parts += [f"<h3>{HEADINGS[5]}</h3>", _moves(run)]
     parts += [f"<h3>{HEADINGS[6]}</h3>", _slowest(run)]
+    if run.located:  # a corpus of documents: each fact traced to its page (ADR 0078)
+        parts += [f"<h3>{LOCATED}</h3>", _located(run)]
     if run.knowledge is not None and run.out is not None:
         parts += [f"<h3>{HEADINGS[7]}</h3>", knowledge_section(run.knowledge, run.out, number)]
     return "<section>" + "\n".join(parts) + "</section>"
@@ -271,6 +275,13 @@ def _slowest(run: RunView) -> str:
             "tokens",
         )
     return parts
+
+
+def _located(run: RunView) -> str:
+    rows = run.located[:LOCATED_ROWS]
+    table = _table(("segment", "where", "paragraphs", "facts"), rows)
+    more = len(run.located) - len(rows)
+    return table + (f"<p>… and {more} more row(s): the traces hold them all.</p>" if more else "")
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

@@ -22,6 +22,7 @@ from taguru_ray.benchmark.compare.wide import WideRow, wide_rows
 from taguru_ray.contract.records.attempts import AttemptRecord, MoveRecord
 from taguru_ray.contract.records.sidecar import GatewayRecord
 from taguru_ray.contract.records.trace import LossTrace
+from taguru_ray.documents.converted import describe
 from taguru_ray.errors import UsageError
 from taguru_ray.pricing.table import Prices
 from taguru_ray.report.segments import Knowledge, read_knowledge
@@ -69,6 +70,9 @@ class RunView:
     bound: str | None = None  # a benchmark cell's bound
     out: str | None = None  # an extract --out, as given
     knowledge: Knowledge | None = None  # its segments and what they hold (extract only)
+    # A converted document's facts by where they came from (ADR 0078): (segment, page,
+    # slide or heading path, paragraphs there, facts citing them), in trace order.
+    located: list[tuple[str, str, int, int]] = field(default_factory=list)
 
     @property
     def clocked(self) -> bool:
@@ -160,9 +164,16 @@ def _fold_attempts(view: RunView, name: str, log: Lines) -> set[str]:
 
 
 def _fold_losses(view: RunView, name: str, trace: Lines) -> None:
+    places: dict[str, list[int]] = {}  # where -> [paragraphs, facts]
     for record in trace.records:
         if loss := LossTrace.view(record):
             view.removals.setdefault(f"{loss.item} {loss.reason}", Counter())[name] += 1
+        elif record.get("type") == "paragraph" and isinstance(record.get("locator"), dict):
+            held = places.setdefault(describe(record["locator"]), [0, 0])
+            held[0] += 1
+            items = record.get("items")
+            held[1] += items if isinstance(items, int) and not isinstance(items, bool) else 0
+    view.located += [(name, where, held[0], held[1]) for where, held in places.items()]
 
 
 def _gateways(path: str) -> list[dict[str, Any]]:
