@@ -3,8 +3,8 @@
 A folder with a two-page PDF, a DOCX, a PPTX, an HTML page and a PDF cut short: each
 readable document writes a source file holding its text (the HTML page's article, not
 its navigation, script or footer), the PDF's second-page paragraph carries page 2 in
-the trace, `inspect` names the page, `report` tabulates facts by page, the broken PDF is one line and the run exits 1.
-A rerun asks nothing.
+the trace, `inspect` names the page, `report` tabulates facts by page, the broken PDF
+is one line and the run exits 1. A rerun asks nothing.
 """
 
 from __future__ import annotations
