@@ -49,6 +49,7 @@ import httpx
 import taguru_ray
 from benchmarks import sessions_memory
 from benchmarks.corpus import write_corpus
+from benchmarks.documents import DOCLING_PAGES_PER_CORE, measure_documents
 from benchmarks.roles import marginal_by_role, steady_by_role
 from taguru_ray.simulate.harness import SimulatorProcess
 
@@ -99,6 +100,9 @@ class Params:
     # Issue 47: a million-row Parquet dataset's skip-only rerun (benchmarks/datasets.py).
     dataset_rows: int = 1_000_000
     run_timeout_s: float = 1800.0
+    # Issue 47: text-layer PDFs converted, pages per second per core (benchmarks/documents.py).
+    pdf_documents: int = 20
+    pdf_pages: int = 25
 
 
 PRESETS: dict[str, dict[str, Any]] = {
@@ -113,6 +117,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "dataset_rows": 20_000,
         "cell_segments": 200,
         "import_line_mib": (1.0, 8.0),
+        "pdf_documents": 10,
+        "pdf_pages": 20,
     },
     "smoke": {
         "segments": 20,
@@ -129,6 +135,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "cell_slots": (2, 4),
         "cell_segments": 12,
         "import_line_mib": (0.25, 1.0),
+        "pdf_documents": 2,
+        "pdf_pages": 3,
     },
 }
 
@@ -1239,6 +1247,14 @@ def ratios(results: dict[str, Any]) -> dict[str, Any]:
             None,
         ),
     }
+    # Issue 47: text-layer PDFs at or above docling's published pages/s per core (its
+    # upper figure; `documents.leaves_out` says what the comparison leaves out).
+    converted = results.get("documents", {}).get("generated", {})
+    table["pdf_pages_per_core_vs_docling"] = (
+        _ratio(converted.get("pages_per_cpu_s"), DOCLING_PAGES_PER_CORE[1]),
+        1.0,
+        ">=",
+    )
     # Issue 36: each default-flag benchmark cell within 10 % of its server's capacity.
     for cell in results.get("benchmark_cells", {}).get("cells", []):
         table[f"cell_{cell['slots']}_slots_vs_capacity"] = (cell["vs_capacity"], 0.9, ">=")
@@ -1350,6 +1366,7 @@ def run_bench(
     name: str,
     address: str | None = None,
     multinode: bool = True,
+    pdf_corpus: Path | None = None,
 ) -> Path:
     """Every measurement, in one run; returns the JSON written."""
     subreaper = _become_subreaper()
@@ -1372,6 +1389,12 @@ def run_bench(
             ("inflight_sweep", lambda: measure_inflight_sweep(bench, results["saturation"])),
             ("commit_order", lambda: measure_commit_order(bench)),
             ("benchmark_cells", lambda: measure_benchmark_cells(bench)),
+            (
+                "documents",
+                lambda: measure_documents(
+                    work, params.pdf_documents, params.pdf_pages, pdf_corpus
+                ),
+            ),
         ]
         for key, step in steps:
             bench.log(f"bench: {key} ...")
@@ -1475,10 +1498,18 @@ def parse_args(argv: list[str] | None) -> tuple[Params, argparse.Namespace]:
         "window1_segments",
         "overhead_segments",
         "skip_segments",
+        "pdf_documents",
+        "pdf_pages",
     )
     for key in ints:
         parser.add_argument("--" + key.replace("_", "-"), type=int, dest=key)
     parser.add_argument("--latency-ms", type=float, dest="latency_ms")
+    parser.add_argument(
+        "--pdf-corpus",
+        type=Path,
+        help="a folder of real text-layer PDFs to convert as well (issue 47: for example "
+        "/usr/share/R/doc/manual from Debian's r-doc-pdf)",
+    )
     parser.add_argument("--sweep-levels", type=_int_list, dest="sweep_levels")
     parser.add_argument("--memory-segments", type=_int_list, dest="memory_segments")
     args = parser.parse_args(argv)
@@ -1541,7 +1572,13 @@ def main(argv: list[str] | None = None) -> int:
     with work_dir(args.work_dir) as work:
         try:
             path = run_bench(
-                params, args.results_dir, work, name, args.address, not args.no_multinode
+                params,
+                args.results_dir,
+                work,
+                name,
+                args.address,
+                not args.no_multinode,
+                args.pdf_corpus,
             )
         except BenchFailed as failure:
             print(f"bench: {failure}", file=sys.stderr)

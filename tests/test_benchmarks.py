@@ -46,6 +46,7 @@ RATIOS = (
     "cpu_per_completion_vs_loadgen",
     "cell_2_slots_vs_capacity",
     "cell_4_slots_vs_capacity",
+    "pdf_pages_per_core_vs_docling",
 )
 
 
@@ -244,6 +245,17 @@ def test_sessions_import_memory_is_measured_per_input_byte(results: dict[str, An
         assert _positive(run["peak_rss_mb"]) and run["file_bytes"] > run["line_mib"] * 2**20
     ratio = results["ratios"]["sessions_import_bytes_per_input_byte"]
     assert ratio["value"] == measured["bytes_per_input_byte"] and ratio["target"] == "<= 20.0"
+
+
+def test_text_layer_pdfs_are_converted_and_set_against_docling(results: dict[str, Any]) -> None:
+    documents = results["documents"]
+    generated = documents["generated"]
+    assert (generated["documents"], generated["pages"]) == (2, 6)  # the smoke preset's
+    assert generated["paragraphs"] == 6 * 5  # five paragraphs a page, each found
+    assert _positive(generated["pages_per_cpu_s"]) and _positive(generated["child_wall_s"])
+    assert documents["docling_pages_per_core"] == [0.6, 0.9] and "OCR" in documents["leaves_out"]
+    ratio = results["ratios"]["pdf_pages_per_core_vs_docling"]
+    assert ratio["value"] == pytest.approx(generated["pages_per_cpu_s"] / 0.9)
 
 
 def test_every_ratio_has_a_value_a_target_and_a_verdict(results: dict[str, Any]) -> None:
