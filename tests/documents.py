@@ -153,3 +153,26 @@ def swollen_docx(paragraphs: int = 400_000) -> bytes:
             data = body if item.filename == "word/document.xml" else source.read(item.filename)
             archive.writestr(item.filename, data)
     return buffer.getvalue()
+
+
+def write_examples(folder: str) -> None:
+    """The README's documents example (`examples/documents`): a PDF, a DOCX, a PPTX and an
+    HTML page, made here (``python -m tests.documents examples/documents``)."""
+    from pathlib import Path
+
+    target = Path(folder)
+    target.mkdir(parents=True, exist_ok=True)
+    made = {
+        "brewery.pdf": two_page_pdf(),
+        "rail-report.docx": report_docx(),
+        "ferry-plan.pptx": deck_pptx(),
+        "biwako-canal.html": article_html(),
+    }
+    for name, data in made.items():
+        (target / name).write_bytes(data)
+
+
+if __name__ == "__main__":
+    import sys
+
+    write_examples(sys.argv[1] if len(sys.argv) > 1 else "examples/documents")
