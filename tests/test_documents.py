@@ -182,3 +182,21 @@ def test_the_converted_text_is_kept_in_out_and_read_back_not_converted_again(
     refused = asyncio.run(kept.convert(Convert(converter_id("pdf"), b"%PDF", "d", keep=True)))
     assert isinstance(refused, str) and "not a readable PDF" in refused
     kept.close()
+
+
+def test_a_document_is_known_by_its_shape_not_by_a_source_ending_in_pdf(tmp_path: Path) -> None:
+    from taguru_ray.store.inputs import Columns, expand, read_source
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "Brewery.PDF").write_bytes(documents.two_page_pdf())
+    (folder / "notes.md").write_text("Kochi notes.\n")
+    (folder / "ignored.doc").write_bytes(b"old binary Word")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "scan.pdf", "text": "A row whose id ends in .pdf."}\n')
+    corpus = expand([str(folder), str(rows)], columns=Columns("text", "id"))
+    assert list(corpus) == [f"{folder}/Brewery.PDF", f"{folder}/notes.md", f"{rows}#scan.pdf"]
+    assert [corpus.document(i) for i in range(3)] == ["pdf", None, None]
+    big = folder / "big.pdf"  # read whole, past a text segment's 8 MiB limit
+    big.write_bytes(b"%PDF-1.4\n" + b"0" * (9 << 20))
+    assert len(read_source(str(big))) == big.stat().st_size

@@ -34,6 +34,7 @@ from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.settings import Settings, compute_inputs
 from taguru_ray.store.inputs import read_source
 from taguru_ray.store.outdir import OutDir
+from taguru_ray.text.paragraphs import split_paragraphs
 from taguru_ray.text.redact import Rule, scan_answer_text
 from taguru_ray.text.terminal import printable
 
@@ -291,19 +292,27 @@ def existing_gaps(
     data: bytes,
     rules: Sequence[Rule] = (),
     key: bytes = b"",
+    document: bool = False,
 ) -> list[str]:
     """--coverage over a skipped segment: judged from the source file it already has,
     so a rerun over an unchanged corpus still reports every gap, calling nothing. The
-    text is masked first under --redact: a gap line quotes the sentence."""
+    text is masked first under --redact: a gap line quotes the sentence. A `document`'s
+    text is its file's passage (masked already), never converted again; without one
+    (--no-passage) its gaps are not judged."""
     written = out.read(name)
     if written is None:
         return []
     try:
         parsed = parse_source_file(written, name=name)
-        segment, _ = redact_segment(read_segment(source, data), rules, key)
+        if document:
+            if parsed.passage is None:
+                return []
+            paragraphs = split_paragraphs(parsed.passage.text)
+        else:
+            paragraphs = list(redact_segment(read_segment(source, data), rules, key)[0].paragraphs)
     except (SourceFileError, SegmentRefused):
         return []
-    return [stderr_line(source, gap) for gap in uncovered(segment.paragraphs, parsed.associations)]
+    return [stderr_line(source, gap) for gap in uncovered(paragraphs, parsed.associations)]
 
 
 def existing_contribution(out: OutDir, name: str) -> Contribution:

@@ -76,6 +76,7 @@ class Skipping:
             scanned.data,
             self._inputs.redaction,
             self._inputs.redact_key,
+            document=scanned.inputs.get("converter") is not None,
         )
 
     def skip(self, scanned: Scanned, gaps: list[str]) -> None:
