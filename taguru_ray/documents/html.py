@@ -37,13 +37,15 @@ def convert(data: bytes) -> Converted:
         )
     except RecursionError:
         raise DocumentRefused("nested too deep to read — simplify the page") from None
+    empty = ("no main text found (an empty page, or navigation only)",)
     if not xml:
-        return Converted("html", (), ("no main text found (an empty page, or navigation only)",))
+        return Converted("html", (), empty)
     try:
         root = etree.fromstring(xml.encode("utf-8"), etree.XMLParser(resolve_entities=False))
     except etree.XMLSyntaxError as error:
         raise DocumentRefused(f"its main text could not be read back ({error})") from None
-    return Converted("html", located(_paragraphs(root)))
+    kept = located(_paragraphs(root))
+    return Converted("html", kept, () if kept else empty)
 
 
 def _paragraphs(root: Any) -> Iterator[tuple[str, Locator]]:
