@@ -24,6 +24,9 @@ class Documents:
         self._out = out
         self._converter = converter
         self.converted = 0  # documents this process converted (not found in --out)
+        # One document at a time goes to the child: the others wait here, on the event
+        # loop, not each in a thread of the worker's default pool, blocked on its lock.
+        self._turn: asyncio.Lock | None = None
 
     @classmethod
     def of(cls, settings: Settings, out: OutDir | None) -> Documents:
@@ -38,8 +41,11 @@ class Documents:
             if found is not None:
                 return found
         kind = effect.converter.split(":", 1)[0]
+        if self._turn is None:
+            self._turn = asyncio.Lock()
         try:
-            converted = await asyncio.to_thread(self._converter.convert, kind, effect.data)
+            async with self._turn:
+                converted = await asyncio.to_thread(self._converter.convert, kind, effect.data)
         except DocumentRefused as refused:
             return str(refused)
         self.converted += 1
