@@ -135,6 +135,8 @@ def test_a_document_segment_keeps_its_locators_through_redaction() -> None:
     assert found and "ops@example.com" not in masked.text
     assert masked.locators == ({"page": 1}, {"page": 2}) and masked.sha256 == digest
     assert document_sha256(b"x", b"k" * 32) != document_sha256(b"x")
+    empty = read_document("blank.docx", Converted("docx", ()), digest)  # no paragraph
+    assert redact_segment(empty, builtin_rules(frozenset({"pii"})), b"k" * 32)[0].sha256 == digest
     huge = Converted("html", (Located("x" * ((8 << 20) + 1), {"headings": []}),))
     with pytest.raises(SegmentRefused, match="over the 8388608-byte"):
         read_document("big.html", huge, digest)

@@ -40,6 +40,9 @@ class Segment:
     # A converted document's: each paragraph's locator, by index (ADR 0078); empty for
     # a text segment.
     locators: tuple[Locator, ...] = field(default=(), repr=False)
+    # A converted document: known by its bytes' digest (`document_sha256`), which masking
+    # its text does not change.
+    document: bool = field(default=False, repr=False)
 
     @property
     def bytes(self) -> int:
@@ -71,16 +74,16 @@ def redact_segment(
         return segment, []
     text, found = redact(segment.text, segment.sha256, rules, key)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    if segment.locators:  # a document is known by its bytes' digest (`document_sha256`)
+    if segment.document:  # known by its bytes' digest (`document_sha256`)
         digest = segment.sha256
     if not found:
         return Segment(segment.source, segment.text, digest, segment.paragraphs,
-                       segment.locators), []  # fmt: skip
+                       segment.locators, segment.document), []  # fmt: skip
     paragraphs = tuple(split_paragraphs(text))
     # A match across a blank line would join two paragraphs: their locators no longer
     # line up, and none is claimed.
     locators = segment.locators if len(paragraphs) == len(segment.paragraphs) else ()
-    return Segment(segment.source, text, digest, paragraphs, locators), found
+    return Segment(segment.source, text, digest, paragraphs, locators, segment.document), found
 
 
 def masked_sha256(source: str, data: bytes, rules: Sequence[Rule], key: bytes = b"") -> str:
@@ -147,4 +150,4 @@ def read_document(source: str, converted: Converted, digest: str) -> Segment:
     paragraphs = tuple(split_paragraphs(text))
     located = converted.paragraphs
     locators = tuple(p.locator for p in located) if len(located) == len(paragraphs) else ()
-    return Segment(source, text, digest, paragraphs, locators)
+    return Segment(source, text, digest, paragraphs, locators, document=True)
