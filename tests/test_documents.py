@@ -202,3 +202,32 @@ def test_a_document_is_known_by_its_shape_not_by_a_source_ending_in_pdf(tmp_path
     big = folder / "big.pdf"  # read whole, past a text segment's 8 MiB limit
     big.write_bytes(b"%PDF-1.4\n" + b"0" * (9 << 20))
     assert len(read_source(str(big))) == big.stat().st_size
+
+
+def test_a_pdf_segment_runs_through_the_program_with_its_pages_in_the_trace() -> None:
+    """The whole program on canned answers, no Ray and no disk; the document converted by a
+    converter child of the segment's own."""
+    import hashlib
+    import json as json_
+
+    from taguru_ray.engine.ports import Model
+    from taguru_ray.engine.segment import extract_segment
+    from taguru_ray.pipeline.segment_job import SegmentJob
+    from tests.test_segment_run import Canned, MemoryRecorder, answer, ok, settings
+
+    data = documents.two_page_pdf()
+    model = Canned(lambda r: ok(answer(("Aomori Distillery", "ships", "Tsugaru Gin", 2))))
+    recorder = MemoryRecorder()
+    job = SegmentJob(0, "docs/a.pdf", data, "docs/a.pdf", (), converter=converter_id("pdf"))
+    outcome = asyncio.run(extract_segment(
+        job, settings(), "run1", Model(model.complete, model.next_seq), recorder))  # fmt: skip
+    assert outcome.status == "written", outcome.notes
+    assert outcome.inputs is not None
+    assert outcome.inputs["sha256"] == hashlib.sha256(data).hexdigest()
+    assert outcome.inputs["converter"] == converter_id("pdf")
+    trace = [json_.loads(line) for line in recorder.files["trace"].splitlines()]
+    assert trace[0]["converter"] == converter_id("pdf")
+    cited = [r for r in trace if r["type"] == "paragraph" and r["items"]]
+    assert [(r["paragraph"], r["locator"]) for r in cited] == [(2, {"page": 2})]
+    user = model.requests[0].messages[-1]["content"]
+    assert "[2] " + documents.PAGE_TWO in user  # the model sees the converted text
