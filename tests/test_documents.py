@@ -231,3 +231,84 @@ def test_a_pdf_segment_runs_through_the_program_with_its_pages_in_the_trace() ->
     assert [(r["paragraph"], r["locator"]) for r in cited] == [(2, {"page": 2})]
     user = model.requests[0].messages[-1]["content"]
     assert "[2] " + documents.PAGE_TWO in user  # the model sees the converted text
+
+
+def test_parts_are_consecutive_paragraphs_within_the_cap() -> None:
+    from taguru_ray.pipeline import parts
+    from taguru_ray.text.paragraphs import split_paragraphs
+
+    paragraphs = split_paragraphs("aaaa\n\nbb\n\ncccccc\n\nd")  # 4, 2, 6, 1 bytes
+    assert parts.plan(paragraphs, 8) == [range(0, 2), range(2, 3), range(3, 4)]
+    assert parts.plan(paragraphs, 100) == [range(0, 4)]
+    assert parts.text_of(paragraphs, range(0, 2)) == "aaaa\n\nbb"
+    with pytest.raises(SegmentRefused, match="paragraph 2 alone is 6 bytes"):
+        parts.plan(paragraphs, 5)
+
+
+def test_a_part_holds_what_cites_its_paragraphs_renumbered_and_the_aliases_it_uses() -> None:
+    from taguru_ray.contract.items import Alias, Association, Question
+    from taguru_ray.pipeline import parts
+    from taguru_ray.pipeline.merge import Extraction
+
+    extraction = Extraction(
+        associations=[(Association("A", "runs", "B", 1.0, 0), "p"),
+                      (Association("C", "owns", "D", 1.0, 3), "p"),
+                      (Association("E", "near", "F", 1.0, None), "p")],
+        aliases=[(Alias("Dee", "D", "concept"), "p"), (Alias("Zed", "Z", "concept"), "p"),
+                 (Alias("possesses", "owns", "label"), "p")],
+        questions=[(Question(2, "Who owns D?"), "p")],
+    )  # fmt: skip
+    first, second = parts.split(extraction, [range(0, 2), range(2, 4)])
+    assert [a.paragraph for a, _ in first.associations] == [0, None]
+    assert [(a.subject, a.paragraph) for a, _ in second.associations] == [("C", 1)]
+    assert [q.paragraph for q, _ in second.questions] == [0]
+    assert [a.alias for a, _ in second.aliases] == ["Dee", "possesses"]
+    assert [a.alias for a, _ in first.aliases] == ["Zed"]  # no part uses Z: the first
+
+
+def test_a_document_over_the_cap_is_written_in_parts_that_each_import_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The whole program, the cap cut to 100 bytes so the two-page PDF's three paragraphs
+    need three parts: each a source file the import parser reads, its facts renumbered;
+    the trace keeps the document's numbering and every page."""
+    import json as json_
+
+    from taguru_ray.contract.source_file import parse_source_file
+    from taguru_ray.engine.ports import Model
+    from taguru_ray.engine.segment import extract_segment
+    from taguru_ray.pipeline import parts
+    from taguru_ray.pipeline.segment_job import SegmentJob
+    from tests.test_segment_run import Canned, MemoryRecorder, answer, ok, settings
+
+    monkeypatch.setattr(parts, "BUDGET", 100)
+    written: dict[str, object] = {}
+
+    class PartsRecorder(MemoryRecorder):
+        async def finish(  # type: ignore[override]
+            self, source_file: bytes, trace: bytes, more: tuple[bytes, ...] | None = None
+        ) -> list[str]:
+            written["parts"] = more
+            return await super().finish(source_file, trace)
+
+    model = Canned(lambda r: ok(answer(
+        ("Kuroshio Brewery", "brews", "Junmai sake", 0),
+        ("Aomori Distillery", "ships", "Tsugaru Gin", 2))))  # fmt: skip
+    recorder = PartsRecorder()
+    job = SegmentJob(0, "docs/a.pdf", documents.two_page_pdf(), "docs/a.pdf", (),
+                     converter=converter_id("pdf"))  # fmt: skip
+    outcome = asyncio.run(extract_segment(
+        job, settings(), "run1", Model(model.complete, model.next_seq), recorder))  # fmt: skip
+    assert outcome.status == "written", outcome.notes
+    more = written["parts"]
+    assert isinstance(more, tuple) and len(more) == 2
+    files = [parse_source_file(data) for data in (recorder.files["source"], *more)]
+    assert [f.header.id for f in files] == [f"docs/a.pdf/part-00{k}" for k in (1, 2, 3)]
+    assert [f.passage.text for f in files if f.passage] == [*documents.PAGE_ONE,
+                                                            documents.PAGE_TWO]  # fmt: skip
+    assert [(a.subject, a.paragraph) for a in files[2].associations] == [("Aomori Distillery", 0)]
+    assert any("written in 3 parts" in note for note in outcome.notes)
+    trace = [json_.loads(line) for line in recorder.files["trace"].splitlines()]
+    cited = [(r["paragraph"], r["locator"]) for r in trace if r["type"] == "paragraph"
+             and r["items"]]  # fmt: skip
+    assert cited == [(0, {"page": 1}), (2, {"page": 2})]

@@ -69,7 +69,9 @@ class SegmentRecorder(Protocol):
         (the caller then discards them)."""
         ...
 
-    async def finish(self, source_file: bytes, trace: bytes) -> list[str]: ...
+    async def finish(
+        self, source_file: bytes, trace: bytes, parts: tuple[bytes, ...] | None = None
+    ) -> list[str]: ...
 
     async def record(self, inputs: dict[str, Any], previous_output: str | None) -> None:
         """The written segment's manifest journal entry, durable; then the output it

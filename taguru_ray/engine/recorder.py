@@ -21,6 +21,7 @@ from typing import Any
 
 from taguru_ray.contract.names import TRACE, attempts_name, output_name
 from taguru_ray.contract.records import Record
+from taguru_ray.pipeline.parts import part_name
 from taguru_ray.pipeline.segment_job import Resume
 from taguru_ray.store.checkpoints import Checkpoint
 from taguru_ray.store.journal import Journal
@@ -161,9 +162,18 @@ class StoreRecorder:
                 functools.partial(checkpoint.bind_overview, digest, keep=keep)
             )
 
-    async def finish(self, source_file: bytes, trace: bytes) -> list[str]:
+    async def finish(
+        self, source_file: bytes, trace: bytes, parts: tuple[bytes, ...] | None = None
+    ) -> list[str]:
+        """The source file and its trace; a document's `parts` (its files after the first)
+        before the first, whose presence the manifest skip checks, and parts an earlier
+        version of the document left removed after it."""
         name = output_name(self._source)
+        for number, data in enumerate(parts or (), start=2):
+            await self._out.offload(self._out.write, part_name(self._source, number), data)
         await self._out.offload(self._out.write, name, source_file)
+        if parts is not None:
+            await self._out.offload(self._drop_parts, len(parts) + 2)
         try:  # after the source file, which it describes
             await self._out.offload(self._out.write, f"{TRACE}/{name}", trace)
         except OSError as error:
@@ -185,6 +195,12 @@ class StoreRecorder:
         if checkpoint is not None and checkpoint.holds and self.attempts_log_exists():
             assert self._log is not None
             await self._append(self._log, [checkpoint.settled_record()])
+
+    def _drop_parts(self, number: int) -> None:
+        """Part files from `number` on: what a longer earlier version of the document left."""
+        while self._out.exists(stale := part_name(self._source, number)):
+            self._out.delete(stale)
+            number += 1
 
     def _drop(self, replaced: str | None, checkpoint_file: bool) -> None:
         if replaced:

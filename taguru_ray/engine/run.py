@@ -201,7 +201,8 @@ class ExtractRun:
 
     def _existing_contribution(self, index: int) -> Contribution:
         """What skipped segment `index` offers: its source file's labels and names."""
-        return existing_contribution(self.out, output_name(self.sources[index]))
+        source = self.sources[index]
+        return existing_contribution(self.out, output_name(source), source)
 
     def _holder(self, index: int) -> tuple[str, str]:
         """Segment `index`'s path and the source id it writes."""

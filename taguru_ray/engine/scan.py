@@ -21,6 +21,7 @@ from taguru_ray.contract.source_file import SourceFileError, parse_source_file
 from taguru_ray.documents.kinds import converter_id
 from taguru_ray.engine.written_ids import WrittenIds, first_to_write
 from taguru_ray.pipeline.coverage import stderr_line, uncovered
+from taguru_ray.pipeline.parts import part_id, part_name
 from taguru_ray.pipeline.read import (
     SegmentRefused,
     document_sha256,
@@ -315,8 +316,9 @@ def existing_gaps(
     return [stderr_line(source, gap) for gap in uncovered(paragraphs, parsed.associations)]
 
 
-def existing_contribution(out: OutDir, name: str) -> Contribution:
-    """What a skipped segment offers: its existing source file's labels and names."""
+def existing_contribution(out: OutDir, name: str, source: str | None = None) -> Contribution:
+    """What a skipped segment offers: its existing source file's labels and names — every
+    part's, for a document written in parts (its first file's id ends ``/part-001``)."""
     data = out.read(name)
     if data is None:
         return Contribution()
@@ -324,4 +326,15 @@ def existing_contribution(out: OutDir, name: str) -> Contribution:
         parsed = parse_source_file(data, name=name)
     except SourceFileError:
         return Contribution()
-    return Contribution.of(parsed.associations, parsed.aliases)
+    associations, aliases = list(parsed.associations), list(parsed.aliases)
+    if source is not None and parsed.header.id.endswith(part_id("", 1)):
+        number = 2
+        while (more := out.read(part_name(source, number))) is not None:
+            try:
+                part = parse_source_file(more, name=part_name(source, number))
+            except SourceFileError:
+                break
+            associations += part.associations
+            aliases += part.aliases
+            number += 1
+    return Contribution.of(associations, aliases)

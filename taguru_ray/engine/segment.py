@@ -184,6 +184,8 @@ class Interpreter:
                 return "no converter was given this segment's interpreter — this is a bug"
             return await self._documents.convert(effect)
         elif isinstance(effect, Finish):
+            if effect.parts is not None:  # a document's: its parts, if any
+                return await recorder.finish(effect.source_file, effect.trace, effect.parts)
             return await recorder.finish(effect.source_file, effect.trace)
         elif isinstance(effect, WhereRecords):
             return RecordsKept(recorder.attempts_log_exists(), recorder.sidecar_path)

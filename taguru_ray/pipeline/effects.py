@@ -148,10 +148,14 @@ class Commit:
 
 @dataclass(frozen=True)
 class Finish:
-    """Write the source file and its trace; receives the notes the writing left."""
+    """Write the source file and its trace; receives the notes the writing left. A
+    document's `parts` (None for a text segment): its files after the first when its
+    passage is over the cap (`pipeline/parts.py`), empty when it fits one — either way
+    parts an earlier version of it left are removed."""
 
     source_file: bytes
     trace: bytes
+    parts: tuple[bytes, ...] | None = None
 
 
 @dataclass(frozen=True)

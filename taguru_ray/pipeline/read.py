@@ -139,14 +139,9 @@ def document_sha256(data: bytes, key: bytes | None = None) -> str:
 def read_document(source: str, converted: Converted, digest: str) -> Segment:
     """A converted document as a segment: its paragraphs' text, each paragraph's locator
     (the converter's paragraphs hold no blank line, so the canonical split finds each
-    again: paragraph *i* is the converter's *i*), and its bytes' `digest`."""
+    again: paragraph *i* is the converter's *i*), and its bytes' `digest`. No cap on its
+    text: one over the passage cap is written in parts (`pipeline/parts.py`)."""
     text = converted.text
-    size = len(text.encode("utf-8", "surrogatepass"))
-    if size > MAX_PASSAGE_BYTES:
-        raise SegmentRefused(
-            f"its text is {size} bytes, over the {MAX_PASSAGE_BYTES}-byte (8 MiB) segment cap "
-            "— split the document (a document is not yet written in parts)"
-        )
     paragraphs = tuple(split_paragraphs(text))
     located = converted.paragraphs
     locators = tuple(p.locator for p in located) if len(located) == len(paragraphs) else ()

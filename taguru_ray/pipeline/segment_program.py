@@ -47,6 +47,7 @@ from taguru_ray.pipeline.effects import (
 from taguru_ray.pipeline.mechanical import Offered
 from taguru_ray.pipeline.merge import Extraction
 from taguru_ray.pipeline.overview import OVERVIEW_SYSTEM, overview_user
+from taguru_ray.pipeline.parts import oversized, part_id
 from taguru_ray.pipeline.plan import Chunk
 from taguru_ray.pipeline.prompt import Conversation, system_prompt
 from taguru_ray.pipeline.read import (
@@ -168,7 +169,7 @@ def extract(task: SegmentTask) -> Program[SegmentOutcome]:
         outcome.notes.append(failure_line(state, min(state.failures), where))
         return outcome
     try:
-        extraction, source_bytes, trace_bytes, gaps = write(state, pieces, merged)
+        extraction, files, trace_bytes, gaps = write(state, pieces, merged)
     except SourceFileError as error:
         outcome.notes.append(
             f"{FAILURE_PREFIX}{job.source}: the rendered source file failed its own import "
@@ -184,7 +185,14 @@ def extract(task: SegmentTask) -> Program[SegmentOutcome]:
         return outcome
     outcome.notes.extend(removal_lines(state, pieces))
     outcome.notes.extend(stderr_line(job.source, gap) for gap in gaps)
-    written: list[str] = yield Finish(source_bytes, trace_bytes)
+    more = tuple(files[1:]) if job.converter is not None else None
+    written: list[str] = yield Finish(files[0], trace_bytes, more)
+    if len(files) > 1:
+        outcome.notes.append(
+            f"{FAILURE_PREFIX}{job.source}: its text is {state.segment.bytes} bytes, over the "
+            f"8 MiB passage cap: written in {len(files)} parts ({part_id(job.written_id, 1)} "
+            f"… {part_id(job.written_id, len(files))}), each a source file that imports whole"
+        )
     outcome.notes.extend(f"{FAILURE_PREFIX}{job.source}: {note}" for note in written)
     outcome.counts = _counts(state, extraction, pieces, len(gaps))
     yield Sidecar(
@@ -218,7 +226,10 @@ def _read(task: SegmentTask, outcome: SegmentOutcome) -> Program[Segment]:
     if isinstance(converted, str):
         raise SegmentRefused(converted)
     outcome.notes.extend(f"{FAILURE_PREFIX}{job.source}: {note}" for note in converted.notes)
-    return read_document(job.source, converted, digest)
+    segment = read_document(job.source, converted, digest)
+    if not task.settings.source.no_passage:  # refused now, not after its answers are paid
+        oversized(segment.paragraphs)
+    return segment
 
 
 def _counts(

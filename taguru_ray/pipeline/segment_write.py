@@ -3,7 +3,10 @@ steps of `segment_program.extract`); nothing is written here, the bytes are retu
 
 from __future__ import annotations
 
-from taguru_ray.contract.records import dumps_lines
+import dataclasses
+
+from taguru_ray.contract.records import Record, dumps_lines
+from taguru_ray.pipeline import parts
 from taguru_ray.pipeline.coverage import Gap, uncovered, uncovered_records
 from taguru_ray.pipeline.leaks import answer_leaks
 from taguru_ray.pipeline.merge import Extraction, MergeInput, MergeRules, merge
@@ -29,23 +32,43 @@ def merge_rules(state: SegmentState) -> MergeRules:
 
 def write(
     state: SegmentState, pieces: list[PieceState], merged: Extraction | None = None
-) -> tuple[Extraction, bytes, bytes, list[Gap]]:
+) -> tuple[Extraction, list[bytes], bytes, list[Gap]]:
     """merge → render → verify, and the trace that describes them (with --coverage's gaps);
-    `merged`: the pieces' merge when the caller has it already."""
+    `merged`: the pieces' merge when the caller has it already. The source files: one, or
+    a document's parts when its passage is over the cap (`parts.py`), each rendered and
+    re-read by the import parser."""
     settings = state.settings
     extraction = merged if merged is not None else merge_pieces(state, pieces)
-    rendered = render(
-        extraction,
-        HeaderFields(
-            state.job.written_id,
-            settings.source.context,
-            settings.source.name,
-            settings.source.description,
-        ),
-        None if settings.source.no_passage else state.segment.text,
-        settings.source.date,
-        settings.source.tags,
+    header = HeaderFields(
+        state.job.written_id,
+        settings.source.context,
+        settings.source.name,
+        settings.source.description,
     )
+    segment = state.segment
+    spans = (
+        parts.plan(segment.paragraphs)
+        if segment.document and not settings.source.no_passage
+        and parts.over_budget(segment.bytes)
+        else None
+    )  # fmt: skip
+    first_item = 2 if settings.source.no_passage else 3  # after the header and the passage
+    files: list[bytes] = []
+    items: list[Record] = []
+    findings: list[str] = []
+    for span, part, written_id in _parts(state, extraction, header, spans):
+        rendered = render(
+            part,
+            dataclasses.replace(header, written_id=written_id),
+            None if settings.source.no_passage else parts.text_of(segment.paragraphs, span),
+            settings.source.date,
+            settings.source.tags,
+        )
+        files.append(rendered.data)
+        findings += answer_leaks(rendered.items, state.inputs.redaction, first_item)
+        items += [_renumbered(item, span.start) for item in rendered.items]
+    if findings:
+        raise Leaked(findings)
     facts = SegmentFacts(
         state.run_id,
         state.job.source,
@@ -63,18 +86,32 @@ def write(
         converter=state.job.converter,
         locators=state.segment.locators,
     )
-    trace = trace_records(
-        facts, state.chunks, pieces, state.segment.paragraphs, extraction, rendered.items
-    )
-    first_item = 2 if settings.source.no_passage else 3  # after the header and the passage
-    findings = answer_leaks(rendered.items, state.inputs.redaction, first_item)
-    if findings:
-        raise Leaked(findings)
+    trace = trace_records(facts, state.chunks, pieces, state.segment.paragraphs, extraction, items)
     gaps: list[Gap] = []
     if settings.records.coverage:
         gaps = uncovered(state.segment.paragraphs, (a for a, _ in extraction.associations))
         trace.extend(uncovered_records(gaps, state.segment.paragraphs, state.chunks))
-    return extraction, rendered.data, dumps_lines(trace), gaps
+    return extraction, files, dumps_lines(trace), gaps
+
+
+def _parts(
+    state: SegmentState, extraction: Extraction, header: HeaderFields, spans: list[range] | None
+) -> list[tuple[range, Extraction, str]]:
+    """(paragraphs, extraction, written id) of each file: the segment's one, or its parts."""
+    if spans is None:
+        return [(range(len(state.segment.paragraphs)), extraction, header.written_id)]
+    split = parts.split(extraction, spans)
+    return [
+        (span, part, parts.part_id(header.written_id, number))
+        for number, (span, part) in enumerate(zip(spans, split, strict=True), start=1)
+    ]
+
+
+def _renumbered(item: Record, start: int) -> Record:
+    """A part's item record with the document's paragraph number (the trace's)."""
+    if start and isinstance(item.get("paragraph"), int):
+        return {**item, "paragraph": item["paragraph"] + start}
+    return item
 
 
 class Leaked(Exception):
