@@ -9,6 +9,7 @@ and memory limits; the text kept in --out read back instead of converted again.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -312,3 +313,31 @@ def test_a_document_over_the_cap_is_written_in_parts_that_each_import_whole(
     cited = [(r["paragraph"], r["locator"]) for r in trace if r["type"] == "paragraph"
              and r["items"]]  # fmt: skip
     assert cited == [(0, {"page": 1}), (2, {"page": 2})]
+
+
+def test_parts_land_before_the_first_file_and_a_longer_versions_leftovers_go(
+    tmp_path: Path,
+) -> None:
+    from taguru_ray.contract.names import output_name
+    from taguru_ray.engine.recorder import StoreRecorder
+    from taguru_ray.engine.scan import existing_contribution
+    from taguru_ray.pipeline.parts import part_name
+    from taguru_ray.store.journal import Journal
+
+    out = OutDir(str(tmp_path))
+    recorder = StoreRecorder(out, "d/a.pdf", journal=Journal(out), trace_attempts=False,
+                             sidecar=None, sidecar_path=None)  # fmt: skip
+
+    def part(number: int, subject: str) -> bytes:
+        header = {"type": "source", "version": "2026-09-17", "id": f"d/a.pdf/part-00{number}",
+                  "context_id": "5b0d7f0e-6c1a-4d8e-9a51-2f3c4b5d6e7f"}  # fmt: skip
+        line = {"subject": subject, "label": "ships", "object": "Gin", "weight": 1.0}
+        return (json.dumps(header) + "\n" + json.dumps(line) + "\n").encode()
+
+    asyncio.run(recorder.finish(part(1, "A"), b"", (part(2, "B"), part(3, "C"))))
+    names = [output_name("d/a.pdf"), part_name("d/a.pdf", 2), part_name("d/a.pdf", 3)]
+    assert all((tmp_path / name).exists() for name in names)
+    offered = existing_contribution(out, names[0], "d/a.pdf")
+    assert {"A", "B", "C"} <= set(offered.concept_names)
+    asyncio.run(recorder.finish(part(1, "A"), b"", ()))  # the document shrank to one file
+    assert [(tmp_path / name).exists() for name in names] == [True, False, False]
