@@ -139,8 +139,10 @@ def test_a_document_segment_keeps_its_locators_through_redaction() -> None:
     empty = read_document("blank.docx", Converted("docx", ()), digest)  # no paragraph
     assert redact_segment(empty, builtin_rules(frozenset({"pii"})), b"k" * 32)[0].sha256 == digest
     huge = Converted("html", (Located("x" * ((8 << 20) + 1), {"headings": []}),))
-    with pytest.raises(SegmentRefused, match="over the 8388608-byte"):
-        read_document("big.html", huge, digest)
+    from taguru_ray.pipeline.parts import oversized
+
+    with pytest.raises(SegmentRefused, match="paragraph 0 alone is 8388609 bytes"):
+        oversized(read_document("big.html", huge, digest).paragraphs)  # no part holds it
 
 
 def test_a_converter_that_hangs_is_stopped_at_its_timeout() -> None:
@@ -283,25 +285,17 @@ def test_a_document_over_the_cap_is_written_in_parts_that_each_import_whole(
     from tests.test_segment_run import Canned, MemoryRecorder, answer, ok, settings
 
     monkeypatch.setattr(parts, "BUDGET", 100)
-    written: dict[str, object] = {}
-
-    class PartsRecorder(MemoryRecorder):
-        async def finish(  # type: ignore[override]
-            self, source_file: bytes, trace: bytes, more: tuple[bytes, ...] | None = None
-        ) -> list[str]:
-            written["parts"] = more
-            return await super().finish(source_file, trace)
 
     model = Canned(lambda r: ok(answer(
         ("Kuroshio Brewery", "brews", "Junmai sake", 0),
         ("Aomori Distillery", "ships", "Tsugaru Gin", 2))))  # fmt: skip
-    recorder = PartsRecorder()
+    recorder = MemoryRecorder()
     job = SegmentJob(0, "docs/a.pdf", documents.two_page_pdf(), "docs/a.pdf", (),
                      converter=converter_id("pdf"))  # fmt: skip
     outcome = asyncio.run(extract_segment(
         job, settings(), "run1", Model(model.complete, model.next_seq), recorder))  # fmt: skip
     assert outcome.status == "written", outcome.notes
-    more = written["parts"]
+    more = recorder.parts
     assert isinstance(more, tuple) and len(more) == 2
     files = [parse_source_file(data) for data in (recorder.files["source"], *more)]
     assert [f.header.id for f in files] == [f"docs/a.pdf/part-00{k}" for k in (1, 2, 3)]

@@ -49,6 +49,7 @@ class MemoryRecorder:
     files: dict[str, bytes] = field(default_factory=dict)
     fresh: bool | None = None
     sidecar_path: str | None = None
+    parts: tuple[bytes, ...] | None = None
 
     def load(self, fingerprint: dict[str, Any], *, discard: bool) -> tuple[Resume, str | None]:
         if discard:
@@ -82,9 +83,12 @@ class MemoryRecorder:
         self.units[piece_id] = unit
         self.saved.append(piece_id)
 
-    async def finish(self, source_file: bytes, trace: bytes) -> list[str]:
+    async def finish(
+        self, source_file: bytes, trace: bytes, parts: tuple[bytes, ...] | None = None
+    ) -> list[str]:
         self.files["source"] = source_file
         self.files["trace"] = trace
+        self.parts = parts  # a document's files after the first (`pipeline/parts.py`)
         return []
 
     async def record(self, inputs: dict[str, Any], previous_output: str | None) -> None:
