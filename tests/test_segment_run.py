@@ -477,3 +477,12 @@ def test_loss_rate_and_paragraph_coverage_fold_from_the_trace_alone() -> None:
         len("Ray runs on Kubernetes.") + len("KubeRay manages Ray clusters.")
     ) / len(TEXT.replace("\n\n", ""))
     assert [r["text"] for r in paragraphs if not r["covered"]] == ["# Ray"]
+
+
+def test_the_passage_is_the_segment_text_byte_for_byte() -> None:
+    """Blank lines of any length, a trailing newline, CRLFs: the reference's passage."""
+    text = "# Ray\r\n\r\n\r\nRay runs on Kubernetes.  \n\n \nKubeRay manages Ray clusters.\n"
+    recorder = MemoryRecorder()
+    model = Canned(lambda r: ok(answer(("Ray", "runs on", "Kubernetes", 1))))
+    assert run(model, recorder, text).status == "written"
+    assert parse_source_file(recorder.files["source"]).passage.text == text  # type: ignore[union-attr]

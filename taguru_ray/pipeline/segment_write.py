@@ -57,10 +57,15 @@ def write(
     items: list[Record] = []
     findings: list[str] = []
     for span, part, written_id in _parts(state, extraction, header, spans):
+        passage = (
+            None if settings.source.no_passage
+            else segment.text if spans is None  # the segment's text, byte for byte
+            else parts.text_of(segment.paragraphs, span)
+        )  # fmt: skip
         rendered = render(
             part,
             dataclasses.replace(header, written_id=written_id),
-            None if settings.source.no_passage else parts.text_of(segment.paragraphs, span),
+            passage,
             settings.source.date,
             settings.source.tags,
         )
