@@ -91,6 +91,7 @@ def test_a_folder_of_documents_writes_each_and_names_the_broken_one(
     html = page.read_text(encoding="utf-8")
     assert "Where the facts came from" in html
     assert "<td>page 2</td>" in html and "<td>slide 1 notes</td>" in html
+    assert '<span class="loc">page 2</span>' in html  # beside the paragraph and its facts
 
     # A rerun asks nothing; the text each document converted to is kept in --out, by
     # converter and digest (`tests/test_documents.py` shows a resume reads it back).

@@ -31,10 +31,12 @@ from typing import Any
 from taguru_ray.contract.items import Alias, Association, Question
 from taguru_ray.contract.records.trace import AliasItem, LossTrace, PieceTrace
 from taguru_ray.contract.source_file import SourceFile, SourceFileError
+from taguru_ray.documents.converted import describe as describe_locator
 from taguru_ray.text.occurrence import fold
 from taguru_ray.text.paragraphs import split_paragraphs
 from taguru_ray.text.spans import Span, spans
 from taguru_ray.tools.knowledge import Tally, parse
+from taguru_ray.tools.locators import paragraph_locators
 from taguru_ray.tools.records import Lines, SegmentFiles, attempts_log_path
 
 SHOWN = 300  # segments shown in full on one page; the rest are counted and sampled
@@ -206,6 +208,10 @@ def segment_view(out: str, name: str, files: SegmentFiles) -> SegmentView:
     view.passage = source is None or source.passage is not None
     view.paragraphs = [Paragraph(i, *_cut(text)) for i, text in enumerate(texts[:PARAGRAPHS])]
     view.hidden = max(len(texts) - PARAGRAPHS, 0)
+    # A document's paragraphs: where each sits in it, from the trace (ADR 0078).
+    for index, locator in paragraph_locators(trace.records).items():
+        if 0 <= index < len(view.paragraphs):
+            view.paragraphs[index].locator = describe_locator(locator)
 
     def at(index: int | None) -> Paragraph | None:
         """The shown paragraph `index`; None when hidden past the cap; loose when none."""
