@@ -6,18 +6,33 @@ is `BatchRounds.complete`, which does not send a request but adds it to the
 round being gathered. A round closes once nothing new happened for QUIET_S (no
 request asked, no segment started or ended, no answer handed back): by then
 every program that can ask has asked, and waits. Its requests go out in as few
-batches as the provider's limits allow, each recorded in --out before it is
-polled (`store/batch_journal.py`); when a batch ends, each answer goes back to
-its program, which judges it as it judges a live one and asks its next request
-(a corrective turn, a split's pieces, the next chunk under carryover) — into
-the next round.
+batches as the provider's limits allow; when a batch ends, each answer goes back
+to its program, which judges it as it judges a live one and asks its next
+request (a corrective turn, a split's pieces, the next chunk under carryover) —
+into the next round.
 
-A request's `custom_id` is its identity (`contract/batch_ids.py`): a rerun asks
-the same requests again and finds them in the recorded batches, so it waits
-for those still running, reads those that ended, and hands nothing over twice.
-A request its batch did not answer (expired, failed, a line that errored) is
-handed over again once per run, with a line; a second miss is a transport
-failure of that attempt, as a live request's last failed try is.
+Money is accounted in one place (`engine/paid_ledger.py`, ADR 0078): a request's
+`custom_id` is its identity (`contract/batch_ids.py`), and a batch is handed over
+only through `PaidLedger.intend`, which refuses any request a recorded batch
+holds and writes the batch's record to --out *before* the create is sent. So:
+
+- a create answered ambiguously (a 5xx, a dropped connection) is never sent again
+  before the provider's batches are listed for the one it may have made; one
+  found is adopted, with a line (issue 49 item 2);
+- a driver killed at any point leaves a record; the rerun finds the batch its
+  create made (by metadata or file, or by time and request count), or creates
+  it once if none was made (item 3);
+- a poll or a results read that fails is tried again with backoff, for as long as
+  the run lasts: the batch is still the provider's (item 1); a status this tool
+  does not know is polled on, with a line naming the batch and its status (item 5);
+- the first read that says the batch ended is trusted: its results are read from
+  the files it names (item 4), streamed a line at a time (`llm/batch_results.py`),
+  one bad line costing that line alone;
+- a request the provider said it did not answer (expired, cancelled, failed, the
+  line errored) is handed over again once per run, with a line; a second miss is a
+  transport failure of that attempt, as a live request's last failed try is. A
+  request whose answer could not be read is never handed over again: that attempt
+  fails, and its record stays in --out for the rerun to read again.
 """
 
 from __future__ import annotations
@@ -27,21 +42,46 @@ import dataclasses
 import hashlib
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-
-from tenacity import AsyncRetrying, retry_if_result, stop_never, wait_exponential
+from typing import TypeVar
 
 from taguru_ray.contract.batch_ids import custom_id, pack
 from taguru_ray.contract.completion import Completion, CompletionRequest
 from taguru_ray.contract.records.batches import BatchRecord
-from taguru_ray.llm.batch_wire import BatchWire, Line, LineFailure, LineResult
+from taguru_ray.engine.paid_ledger import PaidLedger
+from taguru_ray.llm.batch_wire import (
+    TRANSIENT,
+    Ambiguous,
+    BatchApiError,
+    BatchWire,
+    Line,
+    LineFailure,
+    LineResult,
+    Snapshot,
+    Unread,
+)
+from taguru_ray.llm.retry import RetryableStatus
 from taguru_ray.pipeline.effects import Stopped
 from taguru_ray.store.batch_journal import BatchJournal
 
 QUIET_S = 0.3  # nothing new for this long: every program that can ask has asked
 MAX_POLL_S = 600.0  # the longest wait between two polls of one batch
+PROGRESS_S = 600.0  # a batch still running is named again at least this often
+CREATE_TRIES = 4  # creates tried (each after looking for the one before) before giving up
+T = TypeVar("T")
 Say = Callable[[str], None]
+Verdicts = dict[str, LineResult]
+VOID: Verdicts = {}  # a record whose create made no batch: its requests go out afresh
+
+
+class PossiblyPaid(Exception):
+    """A create whose every try was ambiguous and whose batch the provider's listing does
+    not show (yet): the record stays in --out, so a rerun looks again before paying."""
+
+
+class _Refused(Exception):
+    """The provider refused the create (a 4xx): nothing was made."""
 
 
 @dataclass
@@ -61,38 +101,32 @@ class BatchRounds:
         run_id: str,
         poll_secs: float,
         say: Say,
+        quiet: float = QUIET_S,
     ) -> None:
         self._wire = wire
-        self._journal = journal
+        self.ledger = PaidLedger(journal)
         self._run_id = run_id
-        self._poll = max(poll_secs, 0.01)
+        self._poll = max(poll_secs, 0.001)
+        self._quiet = quiet
         self._say = say
-        self._by_id: dict[str, BatchRecord] = {}  # custom_id → the latest batch holding it
-        self._all: dict[str, BatchRecord] = {}  # every record, by key
-        self._results: dict[str, asyncio.Task[dict[str, LineResult]]] = {}  # by record key
+        self._results: dict[str, asyncio.Task[Verdicts]] = {}  # by record key
         self._asked: Counter[str] = Counter()  # occurrences of each request, by its id's stem
         self._gathering: list[_Asked] = []
         self._activity = 0  # bumped by anything that may lead to a new request
         self._wake = asyncio.Event()
         self._closer: asyncio.Task[None] | None = None
+        self._finding = asyncio.Lock()  # one search of the provider's listing at a time
         self._stopped = False
         self.round = 0
         self.handed_over = 0  # requests this run handed over
-        self._delivered: dict[str, set[str]] = {}  # source → ids its program was answered
-        self._settled: set[str] = set()  # ids of segments that ended written or failed
 
     def load(self) -> list[str]:
         """The batches earlier runs recorded (on a thread: it reads --out); the notes."""
-        records, notes = self._journal.load()
-        for record in sorted(records, key=lambda r: (r.round, r.key)):
-            self._all[record.key] = record
-            for cid in record.custom_ids:
-                self._by_id[cid] = record  # a later record (a redo) replaces an earlier
-        return notes
+        return self.ledger.load()
 
     @property
     def recorded(self) -> int:
-        return len({record.key for record in self._by_id.values()})
+        return self.ledger.recorded
 
     def touch(self) -> None:
         """Something happened that may lead to a request: the round waits QUIET_S more."""
@@ -112,31 +146,37 @@ class BatchRounds:
             result, record = await self._answer(cid, body)
         except Stopped:
             raise
-        except Exception as error:  # the provider refused the batch, or stayed unreachable
+        except Exception as error:  # refused, unreachable, or possibly paid: kept recorded
             why = f"the batch API ({self._wire.api}): {type(error).__name__}: {error}"
             return Completion("transport", error=why, extra={"custom_id": cid})
         finally:
             self.touch()
         extra = {"batch_id": record.batch_id, "custom_id": cid}
         elapsed = time.monotonic() - began
-        if isinstance(result, LineFailure):
+        if isinstance(result, LineFailure | Unread):
             missed = f"batch {record.batch_id}: {result.why}"
+            if isinstance(result, Unread):
+                missed += (
+                    f"; not handed over again (it may have been paid for): {record.name} "
+                    "stays in --out for a rerun to read again — delete it to pay anew"
+                )
             return Completion("transport", error=missed, elapsed_seconds=elapsed, extra=extra)
         return dataclasses.replace(result, elapsed_seconds=elapsed, extra=extra)
 
     async def _answer(self, cid: str, body: dict[str, object]) -> tuple[LineResult, BatchRecord]:
-        record = self._by_id.get(cid)
-        redo = 1  # a request its batch did not answer is handed over again, once a run
+        again = False  # a request the provider did not answer goes out again, once a run
         while True:
-            if record is None:
+            record = self.ledger.holder(cid)
+            if record is None:  # unpaid: handed over (through the ledger's gate)
                 record = await self._hand_over(Line(cid, body), None)
-            result = (await self._ended(record)).get(cid)
-            record = self._all.get(record.key, record)  # with its batch id, once adopted
-            if result is None:
-                result = LineFailure("the batch's results do not name this request")
-            if isinstance(result, Completion) or redo == 0:
+            verdicts = await self._ended(record)
+            if verdicts is VOID:
+                continue  # no batch was made of it: the ledger holds it no more
+            record = self.ledger.current(record)
+            result = verdicts.get(cid) or Unread(f"batch {record.batch_id} did not name it")
+            if not isinstance(result, LineFailure) or again:
                 return result, record
-            redo -= 1
+            again = True
             record = await self._hand_over(Line(cid, body), record.batch_id)
 
     async def _hand_over(self, line: Line, redoes: str | None) -> BatchRecord:
@@ -153,7 +193,7 @@ class BatchRounds:
             self._wake.clear()
             while self._gathering:
                 seen = self._activity
-                await asyncio.sleep(QUIET_S)
+                await asyncio.sleep(self._quiet)
                 if seen == self._activity:
                     break
             gathered, self._gathering = self._gathering, []
@@ -162,7 +202,7 @@ class BatchRounds:
 
     async def _send_round(self, gathered: list[_Asked]) -> None:
         """The round's requests in batches within the provider's limits, each recorded
-        before anyone waits on it; a batch the provider refused fails its requests."""
+        before its create; a batch that could not be made fails its requests."""
         self.round += 1
         gathered.sort(key=lambda asked: asked.line.custom_id)  # the same round, the same file
         runs = pack(
@@ -175,13 +215,12 @@ class BatchRounds:
                 record = await self._create(
                     [asked.line for asked in group], redone.pop() if len(redone) == 1 else None
                 )
-            except Exception as error:  # refused, or the network is gone: those attempts fail
+            except Exception as error:  # refused, the network is gone, or possibly paid
                 for asked in group:
                     if not asked.handed.done():
                         asked.handed.set_exception(error)
                 continue
             for asked in group:
-                self._by_id[asked.line.custom_id] = record
                 asked.handed.set_result(record)
         self.touch()
 
@@ -189,7 +228,7 @@ class BatchRounds:
         ids = [line.custom_id for line in lines]
         named = "\n".join([self._run_id, str(self.round), *ids])  # a redo is a record apart
         key = hashlib.sha256(named.encode("utf-8")).hexdigest()[:16]
-        file_id = await self._wire.upload(lines)
+        file_id = await self._wire.upload(lines)  # an upload costs nothing: no record yet
         record = BatchRecord(
             api=self._wire.api,
             key=key,
@@ -199,13 +238,15 @@ class BatchRounds:
             input_file_id=file_id,
             resubmits=redoes,
             custom_ids=ids,
+            created_after=time.time(),
         )
-        if file_id is not None:  # a kill before the create is found again by the file
-            await asyncio.to_thread(self._journal.write, record)
-        batch_id = await self._wire.create(lines, file_id)
-        record = record.model_copy(update={"batch_id": batch_id})
-        await asyncio.to_thread(self._journal.write, record)
-        self._all[key] = record
+        await self.ledger.intend(record)  # durable before the create: a kill is found again
+        try:
+            batch_id = await self._create_once(record, lines)
+        except _Refused as error:
+            await self.ledger.void(record)
+            raise BatchApiError(str(error)) from None
+        record = await self.ledger.adopt(record, batch_id)
         self.handed_over += len(lines)
         self._say(
             f"batch round {self.round}: {len(lines)} request(s) handed over as {batch_id} "
@@ -213,7 +254,43 @@ class BatchRounds:
         )
         return record
 
-    async def _ended(self, record: BatchRecord) -> dict[str, LineResult]:
+    async def _create_once(self, record: BatchRecord, lines: list[Line]) -> str:
+        """One batch of `record`, never two: a create is sent again only after the
+        provider's listing showed no batch made by the try before it."""
+        wait, doubt = self._poll, None
+        for _ in range(CREATE_TRIES):
+            if doubt is not None:
+                found = await self._find(record)
+                if found is not None:
+                    self._say(
+                        f"batch create for round {record.round}: {doubt}, but the provider "
+                        f"holds {found} made from these requests: adopted, not created again"
+                    )
+                    return found
+            try:
+                return await self._wire.create(record, lines)
+            except RetryableStatus as error:  # a 429: nothing was made
+                pause = error.retry_after or wait
+            except Ambiguous as error:
+                doubt, pause = str(error), wait
+            except BatchApiError as error:
+                if doubt is None:
+                    raise _Refused(str(error)) from None
+                raise  # refused after a doubtful try: the record stays
+            await asyncio.sleep(pause)
+            wait = min(wait * 2, MAX_POLL_S)
+        if doubt is not None and (found := await self._find(record)) is not None:
+            return found
+        raise PossiblyPaid(
+            f"the create of round {record.round} failed {CREATE_TRIES} times ({doubt}); "
+            f"{record.name} stays in --out, so a rerun looks for its batch before paying"
+        )
+
+    async def _find(self, record: BatchRecord) -> str | None:
+        async with self._finding:
+            return await self._wire.find(record, self.ledger.batch_ids())
+
+    async def _ended(self, record: BatchRecord) -> Verdicts:
         task = self._results.get(record.key)
         if task is None:
             task = self._results[record.key] = asyncio.ensure_future(self._collect(record))
@@ -224,50 +301,120 @@ class BatchRounds:
                 raise Stopped() from None
             raise
 
-    async def _collect(self, record: BatchRecord) -> dict[str, LineResult]:
-        """Poll until the batch ends (backing off to MAX_POLL_S), then read its answers."""
-        batch_id = record.batch_id
-        if batch_id is None and record.input_file_id is not None:
-            batch_id = await self._adopt(record)
-        if batch_id is None:  # its create never happened: its requests go out again
-            return {}
-        polling = AsyncRetrying(
-            retry=retry_if_result(lambda ended: not ended[0]),
-            wait=wait_exponential(multiplier=self._poll, min=self._poll, max=MAX_POLL_S),
-            stop=stop_never,
-            reraise=True,
-        )
-        ended: tuple[bool, str] = await polling(self._wire.ended, batch_id)
-        status = ended[1]
-        results = await self._wire.results(batch_id)
-        self.touch()
-        missed = [results.get(cid) for cid in record.custom_ids]
-        missed = [r for r in missed if not isinstance(r, Completion)]
-        if missed:
-            first = missed[0]
-            why = first.why if isinstance(first, LineFailure) else "absent from its results"
-            self._say(
-                f"batch {batch_id} ended ({status}) with {len(missed)} of "
-                f"{len(record.custom_ids)} request(s) unanswered — first: {why}; they are "
-                "handed over again, once"
-            )
-        return results
-
-    async def _adopt(self, record: BatchRecord) -> str | None:
-        """A record of an upload whose batch this driver did not live to record: the
-        provider's batch over that file, or one created now (the file is not sent again)."""
-        assert record.input_file_id is not None
-        batch_id = await self._wire.adopt(record.input_file_id)
+    async def _collect(self, record: BatchRecord) -> Verdicts:
+        """Poll until the batch ends, then read its answers: a verdict per request."""
+        batch_id = record.batch_id or await self._recover(record)
         if batch_id is None:
-            lines = [Line(cid, {}) for cid in record.custom_ids]
-            batch_id = await self._wire.create(lines, record.input_file_id)
-        adopted = record.model_copy(update={"batch_id": batch_id})
-        await asyncio.to_thread(self._journal.write, adopted)
-        self._all[record.key] = adopted
-        for cid in record.custom_ids:
-            if self._by_id.get(cid) is record:
-                self._by_id[cid] = adopted
-        return batch_id
+            self._results.pop(record.key, None)
+            return VOID
+        snapshot = await self._until_ended(batch_id)
+        if snapshot.note is not None:
+            self._say(snapshot.note)
+        reader = await self._patiently(
+            f"reading the results of batch {batch_id}", lambda: self._wire.results(snapshot)
+        )
+        verdicts = {cid: reader.found.get(cid) or snapshot.absent() for cid in record.custom_ids}
+        self.ledger.heard(record, verdicts)
+        self.touch()
+        self._tell_end(snapshot, verdicts, reader.bad_lines, reader.first_bad, reader.repeated)
+        return verdicts
+
+    async def _recover(self, record: BatchRecord) -> str | None:
+        """A record written before a create this driver did not live to see answered:
+        the provider's batch made of it, adopted; else (OpenAI) one created over its
+        file, or (Anthropic) none — the record goes and its requests out again."""
+        found = await self._find(record)
+        if found is not None:
+            self._say(
+                f"batch {found}: found at the provider, made from round {record.round} of "
+                f"run {record.run_id} before its id was recorded: adopted, not created again"
+            )
+        elif record.input_file_id is not None:
+            found = await self._create_once(record, [])
+        else:
+            await self.ledger.void(record)
+            return None
+        await self.ledger.adopt(record, found)
+        return found
+
+    async def _until_ended(self, batch_id: str) -> Snapshot:
+        """Polls (backing off to MAX_POLL_S) until the provider says the batch ended; a
+        failed read is tried again; a line whenever its status changes, and every
+        PROGRESS_S while it runs."""
+        wait, shown, last = self._poll, "", time.monotonic()
+        while True:
+            snapshot = await self._patiently(
+                f"reading the status of batch {batch_id}", lambda: self._wire.poll(batch_id)
+            )
+            if snapshot.ended:
+                return snapshot
+            now = time.monotonic()
+            if snapshot.status != shown or now - last >= PROGRESS_S:
+                detail = f", {snapshot.detail}" if snapshot.detail else ""
+                strange = (
+                    ""
+                    if snapshot.known
+                    else (
+                        " — a status this tool does not know: polled until the provider says "
+                        "the batch ended"
+                    )
+                )
+                self._say(
+                    f"waiting on batch {batch_id} ({self._wire.api}): "
+                    f"{_shown(snapshot.status)}{detail}{strange}"
+                )
+                shown, last = snapshot.status, now
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, MAX_POLL_S)
+
+    async def _patiently(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
+        """`call`, tried again with backoff while it fails in transport (a 5xx, a 429,
+        a dropped connection): the batch is the provider's, and will still be there.
+        The first failure of a streak is said; a 4xx ends it (BatchApiError)."""
+        wait, failures = self._poll, 0
+        while True:
+            try:
+                return await call()
+            except TRANSIENT as error:
+                failures += 1
+                if failures == 1:
+                    self._say(
+                        f"{what} failed ({_why(error)}); the batch is still the provider's: "
+                        "tried again with backoff"
+                    )
+                pause = error.retry_after if isinstance(error, RetryableStatus) else None
+                await asyncio.sleep(pause or wait)
+                wait = min(wait * 2, MAX_POLL_S)
+
+    def _tell_end(
+        self,
+        snapshot: Snapshot,
+        verdicts: Verdicts,
+        bad_lines: int,
+        first_bad: str | None,
+        repeated: int,
+    ) -> None:
+        batch, status, total = snapshot.batch_id, snapshot.status, len(verdicts)
+        failed = [v for v in verdicts.values() if isinstance(v, LineFailure)]
+        unread = [v for v in verdicts.values() if isinstance(v, Unread)]
+        if failed:
+            self._say(
+                f"batch {batch} ended ({status}) with {len(failed)} of {total} request(s) "
+                f"unanswered — first: {failed[0].why}; they are handed over again, once"
+            )
+        if unread:
+            self._say(
+                f"batch {batch} ended ({status}) with {len(unread)} of {total} answer(s) "
+                f"unreadable — first: {unread[0].why}; not handed over again (they may "
+                "have been paid for): their record stays in --out for a rerun to read"
+            )
+        if bad_lines:
+            self._say(f"batch {batch}: {bad_lines} bad line(s) in its results — first: {first_bad}")
+        if repeated:
+            self._say(
+                f"batch {batch}: {repeated} custom_id(s) repeated in its results; "
+                "the first success of each is kept"
+            )
 
     def halt(self) -> None:
         """The run stops: no new round; programs waiting on one are stopped. Batches
@@ -283,24 +430,28 @@ class BatchRounds:
             self._closer.cancel()
 
     def delivered(self, source: str, cid: str) -> None:
-        """The answer of `cid` reached segment `source`'s program."""
-        self._delivered.setdefault(source, set()).add(cid)
+        """The verdict of `cid` reached segment `source`'s program."""
+        self.ledger.delivered(source, cid)
 
     def settle(self, source: str) -> None:
-        """Segment `source` ended written or failed: a rerun asks none of its answers
-        again (a written one is skipped; a failed one is asked afresh, as live)."""
-        self._settled |= self._delivered.pop(source, set())
+        """Segment `source` ended written or failed (`PaidLedger.settle`)."""
+        self.ledger.settle(source)
 
     def finished(self) -> list[BatchRecord]:
-        """The records a rerun needs no more — each request in them answered to a segment
-        that ended written or failed, or handed over again in a later batch — dropped at
-        the run's end. A stopped segment resumes from its checkpoint and asks again the
-        requests after it: their records stay."""
-        return [
-            record
-            for record in self._all.values()
-            if all(
-                cid in self._settled or self._by_id.get(cid, record).key != record.key
-                for cid in record.custom_ids
-            )
-        ]
+        """The records a rerun needs no more, dropped at the run's end
+        (`PaidLedger.finished`)."""
+        return self.ledger.finished()
+
+
+def _why(error: BaseException) -> str:
+    return (
+        str(error).split(":", 1)[0]
+        if isinstance(error, RetryableStatus)
+        else (f"{type(error).__name__}: {error}"[:200])
+    )
+
+
+def _shown(status: str) -> str:
+    """A provider's word, safe to print (it is the provider's, not ours)."""
+    kept = "".join(c if c.isprintable() else "?" for c in status)
+    return kept if len(kept) <= 40 else kept[:40] + "…"

@@ -46,6 +46,7 @@ from taguru_ray.engine.dispatch import Dispatch
 from taguru_ray.engine.head_actors import HeadActors
 from taguru_ray.engine.monitor import Monitor
 from taguru_ray.engine.pacing import WORKER, Judged, Pacing, caps_of
+from taguru_ray.engine.paid_ledger import BATCHES, held_by_batches
 from taguru_ray.engine.reading import Reading
 from taguru_ray.engine.replicas.fleet import Fleet
 from taguru_ray.engine.same_bytes import SameBytes, manifest_holders
@@ -287,6 +288,8 @@ class ExtractRun:
         """One GET …/models per endpoint; a verdict is one line and exit 1 (replay answers
         from its log first, and may never need the endpoint: none there)."""
         transport = self.settings.transport
+        if not transport.batch_api:
+            await self._refuse_what_batches_hold()
         if not transport.endpoints or self.settings.records.replay_mode != "off":
             return
         if transport.batch_api == "anthropic":  # its model list takes x-api-key, not a Bearer
@@ -295,6 +298,19 @@ class ExtractRun:
             line = await preflight.check(http, transport)
         if line is not None:
             raise StartupError(line)
+
+    async def _refuse_what_batches_hold(self) -> None:
+        """A live run asks the one accounting of money (`engine/paid_ledger.py`) before its
+        first request: requests a --batch-api run handed over may be paid for, and only
+        that API can collect their answers — so they are not asked again live."""
+        records, requests, api = await asyncio.to_thread(held_by_batches, self.out)
+        if records:
+            raise StartupError(
+                f"--out holds {records} batch record(s) ({BATCHES}/) naming {requests} "
+                f"request(s) a --batch-api {api} run handed over, possibly paid for: rerun "
+                f"with --batch-api {api} to collect their answers, or delete {BATCHES}/ in "
+                "--out to pay for them again live"
+            )
 
     async def _resolve_rung(self) -> str | None:
         """The run's starting rung: none off the ladder, the pinned one, or `auto`'s probe."""

@@ -1,10 +1,12 @@
 """The record of one provider batch a `--batch-api` run handed over (ADR 0068).
 
 One object per batch under `<out>/.extract-batches/`, written whole before the
-batch is polled: first with the uploaded file's id and no batch id (a driver
-killed between the upload and the create is found again by that file), then
-with the batch id. A rerun reads them all and matches its requests to them by
-`custom_id`, so nothing already handed over is handed over again.
+create is sent (ADR 0078): with no batch id yet, the time the driver was about to
+create, and OpenAI's uploaded file — what lets a rerun find the batch a killed or
+ambiguously answered create made (OpenAI by metadata and file, Anthropic by time
+and request count) — then again with the batch id. A rerun reads them all and
+matches its requests to them by `custom_id`, so nothing already handed over is
+handed over again.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ class BatchRecord(Typed):
     input_file_id: Annotated[str | None, WHEN_SET] = None  # OpenAI's uploaded file
     resubmits: Annotated[str | None, WHEN_SET] = None  # the expired or failed batch it redoes
     custom_ids: list[str]
+    # The driver's clock (seconds since the epoch) just before the create was sent: a
+    # batch listed as made from then on, of as many requests, may be this one.
+    created_after: Annotated[float | None, WHEN_SET] = None
 
     @property
     def name(self) -> str:
