@@ -9,6 +9,19 @@ result `expired`), a seeded `fail_rate` of lines fail alone (a partial
 failure), and `submitted` counts every request by `custom_id`, so a test can
 prove a resumed run submitted nothing twice.
 
+Beside those, `mischief` scripts a provider that misbehaves (POST
+/batches/mischief, a list of `{"on", "do", "times"}`), each trick played on the
+next matching calls: on `create` a 500 with nothing made, `500_after_create`
+(the batch is made, the answer is a 500) or `stall_after_create` (made, the
+answer held for STALL_S: a driver can be killed with its create in flight); on
+`poll` a 500, `flip` (a batch that ended reads `in_progress` again, with no
+results named) or `unknown_status`; on
+`results` a 500, or the file served with its first line `cut_line`, `not_json`,
+`bad_utf8`, a `json_array`, or followed by a failed `duplicate` of it, or
+(Anthropic) a results_url on `other_host` (the same server under the name
+`localhost`, so a test sees where the key went: `key_hosts` counts the hosts a
+results request carried a key to); on `list` a 500.
+
 The provider routes are `batches.py` (OpenAI's /v1/files and /v1/batches) and
 `message_batches.py` (Anthropic's /v1/messages/batches).
 """
@@ -23,6 +36,23 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+MISCHIEF: dict[str, tuple[str, ...]] = {
+    "create": ("500", "500_after_create", "stall_after_create"),
+    "poll": ("500", "flip", "unknown_status"),
+    "results": (
+        "500",
+        "cut_line",
+        "not_json",
+        "bad_utf8",
+        "json_array",
+        "duplicate",
+        "other_host",
+    ),
+    "list": ("500",),
+}
+UNKNOWN_STATUS = "paused_by_simulator"  # a status no provider documents
+STALL_S = 60.0  # how long a stalled create's answer is held
 
 # One line answered: (HTTP status, the JSON body the live route would have sent).
 AnswerLine = Callable[[Mapping[str, str], bytes], Awaitable[tuple[int, dict[str, Any]]]]
@@ -48,6 +78,27 @@ class BatchBehaviour:
 
 
 @dataclass
+class Trick:
+    """One scripted misbehaviour: what it is played on, what it does, how many times."""
+
+    on: str
+    do: str
+    times: int = 1
+
+    @staticmethod
+    def of(value: Any) -> Trick:
+        if not isinstance(value, dict) or set(value) - {"on", "do", "times"}:
+            raise ValueError(f"a trick is {{on, do, times}}, got {value!r}")
+        on, do, times = value.get("on"), value.get("do"), value.get("times", 1)
+        if on not in MISCHIEF or do not in MISCHIEF[on]:
+            known = "; ".join(f"{k}: {', '.join(v)}" for k, v in MISCHIEF.items())
+            raise ValueError(f"unknown trick {on!r}/{do!r} (known — {known})")
+        if isinstance(times, bool) or not isinstance(times, int) or times < 1:
+            raise ValueError(f"times takes a whole number of at least 1, got {times!r}")
+        return Trick(on, do, times)
+
+
+@dataclass
 class Answered:
     """One line's end: its body (a chat completion) or why it has none."""
 
@@ -65,20 +116,41 @@ class BatchDesk:
     submitted: Counter[str] = field(default_factory=Counter)  # requests by custom_id
     created: int = 0
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    mischief: list[Trick] = field(default_factory=list)
+    played: Counter[str] = field(default_factory=Counter)  # "on/do" → times played
+    key_hosts: Counter[str] = field(default_factory=Counter)  # results requests with a key
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.behaviour.seed)
         self._ids = 0
+        self.forgotten = 0  # bumped by reset(forget=True): the routes drop their batches
 
     def new_id(self, prefix: str) -> str:
         self._ids += 1
         return f"{prefix}{self._ids:06d}"
 
-    def reset(self) -> None:
-        """Counters back to zero (files and batches stay: a resumed run still finds them)."""
+    def reset(self, forget: bool = False) -> None:
+        """Counters back to zero and no mischief left. Files and batches stay (a resumed
+        run still finds them) unless `forget`: then the desk is as new, and the provider
+        routes drop theirs (`forgotten` bumps)."""
         self.submitted.clear()
         self.created = 0
+        self.mischief.clear()
+        self.played.clear()
+        self.key_hosts.clear()
         self._rng = random.Random(self.behaviour.seed)
+        if forget:
+            self.files.clear()
+            self.forgotten += 1
+
+    def trick(self, on: str, allowed: tuple[str, ...] | None = None) -> str | None:
+        """The next scripted trick for a call `on` (of those `allowed` now), spent."""
+        for trick in self.mischief:
+            if trick.on == on and trick.times > 0 and (allowed is None or trick.do in allowed):
+                trick.times -= 1
+                self.played[f"{on}/{trick.do}"] += 1
+                return trick.do
+        return None
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -87,6 +159,9 @@ class BatchDesk:
             "submitted": dict(sorted(self.submitted.items())),
             "twice": sorted(cid for cid, n in self.submitted.items() if n > 1),
             "behaviour": asdict(self.behaviour),
+            "mischief": [asdict(t) for t in self.mischief if t.times > 0],
+            "played": dict(sorted(self.played.items())),
+            "key_hosts": dict(sorted(self.key_hosts.items())),
         }
 
     def accept(self, custom_ids: list[str]) -> bool:
@@ -130,6 +205,27 @@ class BatchDesk:
             return Answered(custom_id, status=500, error="failed")
         status, body = await self.answer_line(headers, raw)
         return Answered(custom_id, status=status, body=body)
+
+
+def mangled(data: bytes, trick: str, failed_copy: Callable[[dict[str, Any]], Any]) -> bytes:
+    """A results file with its first line damaged as `trick` says (or, `duplicate`,
+    followed by a failed copy of itself: a custom_id repeated, its success first)."""
+    lines = data.split(b"\n")
+    if not lines or not lines[0]:
+        return data
+    first = lines[0]
+    if trick == "cut_line":
+        lines[0] = first[: max(len(first) // 2, 1)]
+    elif trick == "not_json":
+        lines[0] = b"<html>502 Bad Gateway</html>"
+    elif trick == "bad_utf8":
+        lines[0] = first[:-2] + b"\xff\xfe" + first[-2:]
+    elif trick == "json_array":
+        lines[0] = b"[" + first + b"]"
+    elif trick == "duplicate":
+        copy = json.dumps(failed_copy(json.loads(first))).encode("utf-8")
+        lines.insert(1, copy)
+    return b"\n".join(lines)
 
 
 def now() -> int:

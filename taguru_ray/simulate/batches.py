@@ -6,21 +6,33 @@ batch goes `validating` → `in_progress` → `completed` (or `expired`, or
 `failed` when the file breaks a rule: a bad line, a repeated custom_id, more
 than MAX_REQUESTS lines or MAX_BYTES). Answers land in `output_file_id` (status
 200) and `error_file_id` (any other status, a line that failed alone, an
-expired line as `batch_expired`), read with GET /v1/files/{id}/content.
+expired line as `batch_expired`), read with GET /v1/files/{id}/content. GET
+/v1/batches lists them newest first, with the `metadata` each was created with.
+The desk's scripted mischief (`batch_desk.MISCHIEF`) is played here.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiohttp import BodyPartReader, web
 
-from taguru_ray.simulate.batch_desk import Answered, BatchDesk, jsonl, now
+from taguru_ray.simulate.batch_desk import (
+    STALL_S,
+    UNKNOWN_STATUS,
+    Answered,
+    BatchDesk,
+    jsonl,
+    mangled,
+    now,
+)
 
 MAX_REQUESTS = 50_000  # OpenAI's limits per batch
 MAX_BYTES = 200 * 1024 * 1024
+TERMINAL = ("completed", "expired", "failed", "cancelled")
 CHAT = "/v1/chat/completions"
 
 Authorized = Callable[[Mapping[str, str]], bool]
@@ -32,6 +44,16 @@ class OpenAIBatches:
         self.authorized = authorized
         self.batches: dict[str, dict[str, Any]] = {}
         self.names: dict[str, str] = {}  # file id -> its filename
+        self.outputs: set[str] = set()  # the files of answers (mischief is played on these)
+        self._forgotten = desk.forgotten
+
+    def _current(self) -> None:
+        """The desk forgot everything (POST /batches/reset {"forget": true}): so do we."""
+        if self._forgotten != self.desk.forgotten:
+            self._forgotten = self.desk.forgotten
+            self.batches.clear()
+            self.names.clear()
+            self.outputs.clear()
 
     def routes(self) -> list[web.RouteDef]:
         return [
@@ -54,6 +76,7 @@ class OpenAIBatches:
         }
 
     async def upload(self, request: web.Request) -> web.Response:
+        self._current()
         if not self.authorized(request.headers):
             return _error(401, "Incorrect API key provided (simulated)")
         purpose, data, filename = None, None, "batch.jsonl"
@@ -80,14 +103,28 @@ class OpenAIBatches:
         return web.json_response(self._file_object(file_id))
 
     async def content(self, request: web.Request) -> web.Response:
+        self._current()
         file_id = request.match_info["file_id"]
         if file_id not in self.desk.files:
             return _error(404, f"No such File object: {file_id}")
-        return web.Response(body=self.desk.files[file_id], content_type="application/jsonl")
+        data = self.desk.files[file_id]
+        if file_id in self.outputs:
+            if "Authorization" in request.headers:
+                self.desk.key_hosts[request.host] += 1
+            trick = self.desk.trick("results", tuple(t for t in _RESULT_TRICKS))
+            if trick == "500":
+                return _error(500, "The server had an error (simulated)")
+            if trick is not None:
+                data = mangled(data, trick, _failed_copy)
+        return web.Response(body=data, content_type="application/jsonl")
 
     async def create(self, request: web.Request) -> web.Response:
+        self._current()
         if not self.authorized(request.headers):
             return _error(401, "Incorrect API key provided (simulated)")
+        trick = self.desk.trick("create")
+        if trick == "500":
+            return _error(500, "The server had an error (simulated): nothing was created")
         try:
             body = json.loads(await request.read())
         except ValueError:
@@ -131,6 +168,10 @@ class OpenAIBatches:
         self.desk.start(
             lines, request.headers, expire, lambda done, expired: self._done(batch, done, expired)
         )
+        if trick == "500_after_create":
+            return _error(500, "The server had an error (simulated): the batch was created")
+        if trick == "stall_after_create":
+            await asyncio.sleep(STALL_S)
         return web.json_response(batch)
 
     def _done(self, batch: dict[str, Any], answered: list[Answered], expired: bool) -> None:
@@ -149,16 +190,30 @@ class OpenAIBatches:
     def _store(self, records: list[dict[str, Any]]) -> str:
         file_id = self.desk.new_id("file-sim")
         self.desk.files[file_id] = jsonl(records)
+        self.outputs.add(file_id)
         return file_id
 
     async def retrieve(self, request: web.Request) -> web.Response:
+        self._current()
         batch = self.batches.get(request.match_info["batch_id"])
         if batch is None:
             return _error(404, f"No such Batch: {request.match_info['batch_id']}")
+        ended = batch["status"] in TERMINAL
+        trick = self.desk.trick("poll", ("500", "unknown_status", *(("flip",) if ended else ())))
+        if trick == "500":
+            return _error(500, "The server had an error (simulated)")
+        if trick == "unknown_status":
+            return web.json_response({**batch, "status": UNKNOWN_STATUS})
+        if trick == "flip":  # a read behind the one before: running, no results named
+            flipped = {**batch, "status": "in_progress", "completed_at": None}
+            return web.json_response({**flipped, "output_file_id": None, "error_file_id": None})
         return web.json_response(batch)
 
     async def listing(self, request: web.Request) -> web.Response:
         """Newest first, `limit` at a time after the id `after` (OpenAI's cursor)."""
+        self._current()
+        if self.desk.trick("list") == "500":
+            return _error(500, "The server had an error (simulated)")
         newest = list(reversed(self.batches.values()))
         after = request.query.get("after")
         if after is not None:
@@ -201,6 +256,13 @@ def _lines(data: bytes) -> list[tuple[str, bytes]] | str:
     if len(lines) > MAX_REQUESTS:
         return f"more than {MAX_REQUESTS} requests"
     return lines
+
+
+_RESULT_TRICKS = ("500", "cut_line", "not_json", "bad_utf8", "json_array", "duplicate")
+
+
+def _failed_copy(line: dict[str, Any]) -> dict[str, Any]:
+    return _error_line(Answered(str(line.get("custom_id")), status=500, error="failed"))
 
 
 def _output_line(answered: Answered) -> dict[str, Any]:

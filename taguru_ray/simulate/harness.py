@@ -145,10 +145,16 @@ class SimulatorProcess:
 
     def set_batch_behaviour(self, **fields: float) -> dict[str, Any]:
         """delay_seconds, expire, fail_rate of batches created from now on; with
-        `reset`, the batch counters are zeroed first."""
-        if fields.pop("reset", False):
-            self._call("POST", "/batches/reset")
+        `reset`, the batch counters (and mischief) are zeroed first; with `forget`, every
+        batch and file too."""
+        forget = bool(fields.pop("forget", False))
+        if fields.pop("reset", False) or forget:
+            self._call("POST", "/batches/reset", {"forget": True} if forget else {})
         return self._call("POST", "/batches/behaviour", fields)
+
+    def set_batch_mischief(self, tricks: list[dict[str, Any]]) -> dict[str, Any]:
+        """The batch routes' scripted misbehaviours (POST /batches/mischief)."""
+        return self._call("POST", "/batches/mischief", tricks)
 
     def __enter__(self) -> SimulatorProcess:
         return self.start()

@@ -54,7 +54,7 @@ from taguru_ray.simulate.answers import (
     estimate_tokens,
     first_user_turn,
 )
-from taguru_ray.simulate.batch_desk import BatchBehaviour, BatchDesk
+from taguru_ray.simulate.batch_desk import BatchBehaviour, BatchDesk, Trick
 from taguru_ray.simulate.batches import OpenAIBatches
 from taguru_ray.simulate.faults import (
     HTTP_FAULTS,
@@ -280,6 +280,7 @@ def create_app(config: SimulatorConfig) -> web.Application:
             web.get("/batches/stats", _batch_stats),
             web.post("/batches/reset", _batch_reset),
             web.post("/batches/behaviour", _batch_behaviour),
+            web.post("/batches/mischief", _batch_mischief),
             web.post("/v1/chat/completions", _chat_completions),
             web.post("/v1/embeddings", _embeddings),
             web.get("/v1/models", _models),
@@ -632,8 +633,32 @@ async def _batch_stats(request: web.Request) -> web.Response:
 
 
 async def _batch_reset(request: web.Request) -> web.Response:
+    """Zero the counters and the mischief; with a body `{"forget": true}`, drop every file
+    and batch too (a test that lists batches starts from none)."""
     desk = request.app[BATCH_DESK]
-    desk.reset()
+    raw = await request.read()
+    try:
+        body = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        body = None
+    if not isinstance(body, dict) or set(body) - {"forget"}:
+        return _error(400, 'the body is {} or {"forget": true}', "invalid_request_error")
+    desk.reset(forget=body.get("forget") is True)
+    return web.json_response(desk.stats())
+
+
+async def _batch_mischief(request: web.Request) -> web.Response:
+    """Replace the scripted misbehaviours of the batch routes (`batch_desk.MISCHIEF`): a
+    list of {"on", "do", "times"}, each played on the next matching calls."""
+    desk = request.app[BATCH_DESK]
+    try:
+        listed = json.loads(await request.read())
+        if not isinstance(listed, list):
+            raise ValueError("the body is a list of tricks")
+        tricks = [Trick.of(item) for item in listed]
+    except ValueError as error:
+        return _error(400, str(error), "invalid_request_error")
+    desk.mischief[:] = tricks
     return web.json_response(desk.stats())
 
 
