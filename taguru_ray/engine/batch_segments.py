@@ -155,7 +155,8 @@ class BatchSegments:
 
     def flushes(self) -> list[Awaitable[None]]:
         """The run's end: the gateway hears the last answers; the records of batches
-        whose every answer was used are dropped; the HTTP session closes."""
+        whose every answer was used are dropped, the others rewritten with the answers
+        used so far; the HTTP session closes."""
         return [self._finish()]
 
     async def _finish(self) -> None:
@@ -165,6 +166,8 @@ class BatchSegments:
             done = self.rounds.finished()
             if done:
                 await asyncio.to_thread(self._batches.drop, done)
+            for record in self.rounds.ledger.kept():
+                await asyncio.to_thread(self._batches.write, record)
         if self._http is not None:
             await self._http.close()
 

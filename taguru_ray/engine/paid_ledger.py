@@ -60,6 +60,7 @@ class PaidLedger:
         records, notes = self._journal.load()
         for record in sorted(records, key=lambda r: (r.created_after or 0.0, r.round, r.key)):
             self._hold(record)
+            self._settled.update(record.settled)
         return notes
 
     @property
@@ -149,6 +150,17 @@ class PaidLedger:
                 for cid in record.custom_ids
             )
         ]
+
+    def kept(self) -> list[BatchRecord]:
+        """The records that stay, each with the requests of it settled by now: rewritten
+        at the run's end, so a rerun that never asks those requests can still drop it."""
+        done = {r.key for r in self.finished()}
+        kept = []
+        for record in self._records.values():
+            settled = sorted(cid for cid in record.custom_ids if cid in self._settled)
+            if record.key not in done and settled != record.settled:
+                kept.append(record.model_copy(update={"settled": settled}))
+        return kept
 
     def _hold(self, record: BatchRecord) -> None:
         self._records[record.key] = record

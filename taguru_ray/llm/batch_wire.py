@@ -416,8 +416,8 @@ class AnthropicWire:
     async def find(self, record: BatchRecord, taken: set[str]) -> str | None:
         """A batch of as many requests as the record, created from just before the
         record's time on, none of `taken`: Anthropic's listing shows no metadata and no
-        request ids. An ended candidate is confirmed by its results' ids; of those still
-        running, the first created after the record is taken."""
+        request ids. An ended candidate is taken unless its results name a request the
+        record does not; of those still running, the first created after the record."""
         since = record.created_after or 0.0
         candidates: list[tuple[float, dict[str, Any]]] = []
         after: str | None = None
@@ -444,7 +444,7 @@ class AnthropicWire:
                 running.append(snapshot.batch_id)
                 continue
             named = set((await self.results(snapshot)).found)
-            if named == set(record.custom_ids):
+            if named <= set(record.custom_ids):  # a damaged line may hide one; none foreign
                 return snapshot.batch_id
         return running[0] if running else None
 

@@ -114,6 +114,7 @@ class BatchDesk:
     behaviour: BatchBehaviour = field(default_factory=BatchBehaviour)
     files: dict[str, bytes] = field(default_factory=dict)
     submitted: Counter[str] = field(default_factory=Counter)  # requests by custom_id
+    said_failed: Counter[str] = field(default_factory=Counter)  # lines answered failed/expired
     created: int = 0
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     mischief: list[Trick] = field(default_factory=list)
@@ -134,6 +135,7 @@ class BatchDesk:
         run still finds them) unless `forget`: then the desk is as new, and the provider
         routes drop theirs (`forgotten` bumps)."""
         self.submitted.clear()
+        self.said_failed.clear()
         self.created = 0
         self.mischief.clear()
         self.played.clear()
@@ -158,6 +160,7 @@ class BatchDesk:
             "requests": sum(self.submitted.values()),
             "submitted": dict(sorted(self.submitted.items())),
             "twice": sorted(cid for cid, n in self.submitted.items() if n > 1),
+            "said_failed": dict(sorted(self.said_failed.items())),
             "behaviour": asdict(self.behaviour),
             "mischief": [asdict(t) for t in self.mischief if t.times > 0],
             "played": dict(sorted(self.played.items())),
@@ -185,6 +188,9 @@ class BatchDesk:
 
         async def work() -> None:
             await asyncio.sleep(delay)
+            self.said_failed.update(
+                cid for (cid, _), fail in zip(lines, failing, strict=True) if expire or fail
+            )
             if expire:
                 done([Answered(cid, error="batch_expired") for cid, _ in lines], True)
                 return

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar
 
-from taguru_ray.contract.records.typed import WHEN_SET, Typed
+from pydantic import Field
+
+from taguru_ray.contract.records.typed import WHEN_NONEMPTY, WHEN_SET, Typed
 
 BATCHES = ".extract-batches"
 
@@ -31,6 +33,10 @@ class BatchRecord(Typed):
     # The driver's clock (seconds since the epoch) just before the create was sent: a
     # batch listed as made from then on, of as many requests, may be this one.
     created_after: Annotated[float | None, WHEN_SET] = None
+    # Its requests already answered to segments that ended (written or failed), kept when
+    # the record itself must stay for others: a rerun that skips those segments never
+    # asks them, yet the record goes once the rest are answered.
+    settled: Annotated[list[str], WHEN_NONEMPTY] = Field(default_factory=list)
 
     @property
     def name(self) -> str:
