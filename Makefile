@@ -94,3 +94,9 @@ bench-sessions: $(STAMP)
 # (benchmarks/README.md); a few seconds.
 bench-vocabulary: $(STAMP)
 	$(BIN)/python -m benchmarks.vocabulary_wire
+
+# Driver memory reading a 200 MB batch output file, streamed against read whole
+# (benchmarks/batch_results.py, issue 49); about a minute and a half on 2 cores.
+.PHONY: bench-batch
+bench-batch: $(STAMP)
+	$(BIN)/python -m benchmarks.batch_results $(BENCH_ARGS)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,7 +192,8 @@ async def live(
     async with aiohttp.ClientSession() as http:
         wire = wire_for(Session(life, http), transport, fast_retrying)  # type: ignore[arg-type]
         journal = Journal(OutDir(str(out)), life)
-        rounds = BatchRounds(wire, journal, "0123456789abcdef", 0.001, lambda _: None, 0.005)
+        run_id = uuid.uuid4().hex[:16]  # a run id a life, as every real run has its own
+        rounds = BatchRounds(wire, journal, run_id, 0.001, lambda _: None, 0.005)
         rounds.load()
         for segment in segments:
             segment.failed = False
@@ -227,10 +229,12 @@ async def live(
 
 
 async def control(url: str, method: str, path: str, body: Any = None) -> Any:
-    async with aiohttp.ClientSession() as http:
-        async with http.request(method, url + path, json=body) as response:
-            assert response.status == 200, await response.text()
-            return await response.json()
+    async with (
+        aiohttp.ClientSession() as http,
+        http.request(method, url + path, json=body) as response,
+    ):
+        assert response.status == 200, await response.text()
+        return await response.json()
 
 
 tricks = st.lists(

@@ -105,9 +105,7 @@ def test_a_read_that_fails_is_tried_again_and_pays_nothing_twice(tmp_path: Path,
     """Item 1: four 500s while polling and a 500 reading the results: still one batch."""
 
     async def body(desk: Desk) -> None:
-        await desk.mischief(
-            {"on": "poll", "do": "500", "times": 4}, {"on": "results", "do": "500"}
-        )
+        await desk.mischief({"on": "poll", "do": "500", "times": 4}, {"on": "results", "do": "500"})
         rounds = desk.rounds()
         assert answered(await rounds.complete("a.md", ask("The Alder service.")))
         counted = await desk.stats()
@@ -238,9 +236,7 @@ def test_the_first_terminal_status_is_trusted(tmp_path: Path, api: str) -> None:
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_an_unknown_status_is_polled_with_a_line_naming_the_batch(
-    tmp_path: Path, api: str
-) -> None:
+def test_an_unknown_status_is_polled_with_a_line_naming_the_batch(tmp_path: Path, api: str) -> None:
     """Item 5: a status never seen before is polled on, and said."""
 
     async def body(desk: Desk) -> None:

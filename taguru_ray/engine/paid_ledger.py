@@ -92,6 +92,8 @@ class PaidLedger:
     async def intend(self, record: BatchRecord) -> None:
         """The one gate before money is spent: every request of `record` unpaid or failed
         at the provider, and the record durable in --out, before the create is sent."""
+        if record.key in self._records:  # its record would be overwritten: lost
+            raise AlreadyPaid(f"a batch record of key {record.key} exists: not written over")
         held = [cid for cid in record.custom_ids if self.standing(cid) == Standing.HELD]
         if held:
             raise AlreadyPaid(
