@@ -34,6 +34,7 @@ from taguru_ray.contract.completion import CompletionRequest
 from taguru_ray.contract.settings.groups import Transport
 from taguru_ray.engine import batch_rounds
 from taguru_ray.engine.batch_rounds import BatchRounds
+from taguru_ray.engine.paid_ledger import Standing
 from taguru_ray.llm.batch_wire import wire_for
 from taguru_ray.simulate import SimulatorConfig, create_app
 from taguru_ray.simulate.batch_desk import MISCHIEF
@@ -163,7 +164,7 @@ class Segment:
     source: str
     texts: list[str]
     answered: int = 0  # its checkpoint: the requests answered, durable across lives
-    failed: bool = False
+    failed: bool = False  # the provider said its request failed: not resumed
 
 
 async def run_segment(rounds: BatchRounds, segment: Segment) -> None:
@@ -175,7 +176,12 @@ async def run_segment(rounds: BatchRounds, segment: Segment) -> None:
         completion = await rounds.complete(segment.source, ask)
         rounds.delivered(segment.source, completion.extra["custom_id"])
         if completion.outcome != "answer":
-            segment.failed = True
+            # The provider said it failed (twice): a rerun would ask it afresh, a payment
+            # the user chooses by rerunning a failed segment — outside what is checked here.
+            # Any other failure (an unread answer, a batch not made) leaves the request
+            # held or unpaid, and the next life resumes here.
+            cid = completion.extra["custom_id"]
+            segment.failed = rounds.ledger.standing(cid) is Standing.FAILED
             break
         segment.answered += 1
     rounds.settle(segment.source)
@@ -195,12 +201,10 @@ async def live(
         run_id = uuid.uuid4().hex[:16]  # a run id a life, as every real run has its own
         rounds = BatchRounds(wire, journal, run_id, 0.001, lambda _: None, 0.005)
         rounds.load()
-        for segment in segments:
-            segment.failed = False
         programs = [
             asyncio.ensure_future(run_segment(rounds, s))
             for s in segments
-            if s.answered < len(s.texts)
+            if s.answered < len(s.texts) and not s.failed
         ]
         dying = asyncio.ensure_future(life.dead.wait())
         running = set(programs)

@@ -41,7 +41,6 @@ import asyncio
 import dataclasses
 import hashlib
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -110,7 +109,6 @@ class BatchRounds:
         self._quiet = quiet
         self._say = say
         self._results: dict[str, asyncio.Task[Verdicts]] = {}  # by record key
-        self._asked: Counter[str] = Counter()  # occurrences of each request, by its id's stem
         self._gathering: list[_Asked] = []
         self._activity = 0  # bumped by anything that may lead to a new request
         self._wake = asyncio.Event()
@@ -137,9 +135,7 @@ class BatchRounds:
         if self._stopped:
             raise Stopped()
         body = self._wire.body(request)
-        stem = custom_id(source, body, 0).rsplit("-", 1)[0]
-        self._asked[stem] += 1
-        cid = f"{stem}-{self._asked[stem]}"
+        cid = self.ledger.claim(custom_id(source, body, 0).rsplit("-", 1)[0])
         began = time.monotonic()
         self.touch()
         try:

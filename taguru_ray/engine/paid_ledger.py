@@ -54,6 +54,8 @@ class PaidLedger:
         self._verdicts: dict[tuple[str, str], str] = {}  # (key, custom_id) → answered|failed
         self._delivered: dict[str, set[str]] = {}  # source → ids its program was answered
         self._settled: set[str] = set()  # ids answered to segments that ended
+        self._stems: dict[str, set[str]] = {}  # segment+body digest → ids known by it
+        self._claimed: set[str] = set()  # ids this run's asks go by
 
     def load(self) -> list[str]:
         """The records earlier runs left (on a thread: it reads --out); the notes."""
@@ -76,6 +78,23 @@ class PaidLedger:
 
     def batch_ids(self) -> set[str]:
         return {r.batch_id for r in self._records.values() if r.batch_id is not None}
+
+    def claim(self, stem: str) -> str:
+        """The custom_id this run's next ask of `stem` (its segment and body digest) goes
+        by: the lowest-numbered one a record holds that no ended segment used and no ask
+        of this run claimed — its answer is collected, never paid again — else one
+        numbered past every id known. A rerun resumed from its checkpoints asks fewer
+        bodies before this one than the run that paid for it, so counting this run's asks
+        alone (ADR 0069) could give a held request a new id, and pay for it again."""
+        known = sorted(self._stems.get(stem, set()), key=_occurrence)
+        for cid in known:
+            if cid not in self._claimed and cid not in self._settled and self.holder(cid):
+                self._claimed.add(cid)
+                return cid
+        cid = f"{stem}-{max(map(_occurrence, known), default=0) + 1}"
+        self._claimed.add(cid)
+        self._stems.setdefault(stem, set()).add(cid)
+        return cid
 
     def holder(self, cid: str) -> BatchRecord | None:
         keys = self._holders.get(cid)
@@ -167,9 +186,15 @@ class PaidLedger:
     def _hold(self, record: BatchRecord) -> None:
         self._records[record.key] = record
         for cid in record.custom_ids:
+            self._stems.setdefault(cid.rsplit("-", 1)[0], set()).add(cid)
             keys = self._holders.setdefault(cid, [])
             if record.key not in keys:
                 keys.append(record.key)
+
+
+def _occurrence(cid: str) -> int:
+    tail = cid.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
 
 
 def held_by_batches(out: OutDir) -> tuple[int, int, str | None]:
