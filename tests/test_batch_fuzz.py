@@ -4,7 +4,8 @@ that answers 500 (or is cut off) after making the batch, a terminal status read 
 running, unknown statuses, result lines cut short, not JSON, invalid UTF-8, a JSON array,
 a custom_id repeated, lines that fail or expire — and wherever the driver is killed
 (before or after any HTTP call, journal writes included), no custom_id is handed over
-twice unless the provider said it failed.
+twice unless the provider said it failed: each ask of a program (a segment's request
+at its place) is paid for once, plus once for each time the provider said it failed.
 
 Each example runs segment programs through `BatchRounds` against the simulator's batch
 routes (a real HTTP server, in a thread), in "lives": a life ends when its programs end or
@@ -32,7 +33,7 @@ from hypothesis import strategies as st
 
 from taguru_ray.contract.completion import CompletionRequest
 from taguru_ray.contract.settings.groups import Transport
-from taguru_ray.engine import batch_rounds
+from taguru_ray.engine import batch_calls
 from taguru_ray.engine.batch_rounds import BatchRounds
 from taguru_ray.engine.paid_ledger import Standing
 from taguru_ray.llm.batch_wire import wire_for
@@ -93,7 +94,7 @@ def simulator() -> Iterator[Simulator]:
 
 @pytest.fixture(autouse=True)
 def short_polls(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(batch_rounds, "MAX_POLL_S", 0.02)  # the backoff's ceiling, in a test
+    monkeypatch.setattr(batch_calls, "MAX_POLL_S", 0.02)  # the backoff's ceiling, in a test
 
 
 @dataclass
@@ -167,13 +168,18 @@ class Segment:
     failed: bool = False  # the provider said its request failed: not resumed
 
 
-async def run_segment(rounds: BatchRounds, segment: Segment) -> None:
+Asks = dict[str, set[tuple[str, int]]]  # an id's stem → the asks (segment, place) it named
+
+
+async def run_segment(rounds: BatchRounds, segment: Segment, asks: Asks) -> None:
     """A program asking its requests in order, each after the answer before; a request
     with no answer fails the segment (as a live request's last failed try does)."""
     while segment.answered < len(segment.texts):
         text = segment.texts[segment.answered]
         ask = CompletionRequest([{"role": "user", "content": f"Segment 'x':\n\n[0] {text}"}])
         completion = await rounds.complete(segment.source, ask)
+        stem = completion.extra["custom_id"].rsplit("-", 1)[0]
+        asks.setdefault(stem, set()).add((segment.source, segment.answered))
         rounds.delivered(segment.source, completion.extra["custom_id"])
         if completion.outcome != "answer":
             # The provider said it failed (twice): a rerun would ask it afresh, a payment
@@ -188,7 +194,12 @@ async def run_segment(rounds: BatchRounds, segment: Segment) -> None:
 
 
 async def live(
-    url: str, api: str, out: Path, segments: list[Segment], kill: tuple[int, bool] | None
+    url: str,
+    api: str,
+    out: Path,
+    segments: list[Segment],
+    kill: tuple[int, bool] | None,
+    asks: Asks,
 ) -> bool:
     """One life of the driver; True when it ended on its own (not killed)."""
     life = Life(kill)
@@ -202,7 +213,7 @@ async def live(
         rounds = BatchRounds(wire, journal, run_id, 0.001, lambda _: None, 0.005)
         rounds.load()
         programs = [
-            asyncio.ensure_future(run_segment(rounds, s))
+            asyncio.ensure_future(run_segment(rounds, s, asks))
             for s in segments
             if s.answered < len(s.texts) and not s.failed
         ]
@@ -282,15 +293,28 @@ def test_no_custom_id_is_paid_twice_unless_the_provider_said_it_failed(
         behaviour = {"delay_seconds": 0, "fail_rate": fail_rate, "expire": expire}
         await control(url, "POST", "/batches/behaviour", behaviour)
         await control(url, "POST", "/batches/mischief", mischief)
+        asks: Asks = {}
         for kill in kill_points:
-            if await live(url, api, out, segments, kill):
+            if await live(url, api, out, segments, kill, asks):
                 event("a life ended before its kill point")
         await control(url, "POST", "/batches/mischief", [])
-        assert await live(url, api, out, segments, None), "the last life did not end"
+        assert await live(url, api, out, segments, None, asks), "the last life did not end"
         stats = await control(url, "GET", "/batches/stats")
-        failed = stats["said_failed"]
+        # Each ask (a segment's request at its place) is paid for once, plus once for each
+        # time the provider said it failed. Counted by the ids' stem (segment and body):
+        # an id's number is a label, which a new ask of a body may reuse once the record
+        # of an earlier, settled one is gone.
+        paid: dict[str, int] = {}
+        failed: dict[str, int] = {}
         for cid, times in stats["submitted"].items():
-            assert times <= 1 + failed.get(cid, 0), (cid, times, stats)
+            paid[cid.rsplit("-", 1)[0]] = paid.get(cid.rsplit("-", 1)[0], 0) + times
+        for cid, times in stats["said_failed"].items():
+            failed[cid.rsplit("-", 1)[0]] = failed.get(cid.rsplit("-", 1)[0], 0) + times
+        for stem, times in paid.items():
+            assert stem in asks, (stem, stats)  # every paid request was some program's ask
+            assert times <= len(asks[stem]) + failed.get(stem, 0), (stem, times, asks, stats)
+        if any(times > 1 for times in stats["submitted"].values()):
+            event("an id handed over again (the provider said it failed, or a new ask)")
         event(f"lives: {len(kill_points) + 1}; batches: {min(stats['batches'], 5)}+")
 
     asyncio.run(go())

@@ -118,7 +118,8 @@ def test_requests_asked_after_an_answer_join_the_next_round(tmp_path: Path, api:
             assert counted["batches"] == 2 and counted["requests"] == 3 and counted["twice"] == []
             assert rounds.finished() == []  # no segment has ended yet: records kept
             a_md = custom_id("a.md", {}, 1)[:16]  # the segment part of a.md's ids
-            for cid in {c for r in rounds.ledger.records() for c in r.custom_ids}:  # each answer reached its program
+            held = {c for r in rounds.ledger.records() for c in r.custom_ids}
+            for cid in held:  # each answer reached its program
                 rounds.delivered("a.md" if cid.startswith(a_md) else "b.md", cid)
             rounds.settle("a.md")  # a.md ended written
             assert len(rounds.finished()) == 1  # b.md's round-1 batch holds a.md's too

@@ -41,46 +41,28 @@ import asyncio
 import dataclasses
 import hashlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 from taguru_ray.contract.batch_ids import custom_id, pack
 from taguru_ray.contract.completion import Completion, CompletionRequest
 from taguru_ray.contract.records.batches import BatchRecord
+from taguru_ray.engine.batch_calls import BatchCalls, Refused, Verdicts
 from taguru_ray.engine.paid_ledger import PaidLedger
 from taguru_ray.llm.batch_wire import (
-    TRANSIENT,
-    Ambiguous,
     BatchApiError,
     BatchWire,
     Line,
     LineFailure,
     LineResult,
-    Snapshot,
     Unread,
 )
-from taguru_ray.llm.retry import RetryableStatus
 from taguru_ray.pipeline.effects import Stopped
 from taguru_ray.store.batch_journal import BatchJournal
 
 QUIET_S = 0.3  # nothing new for this long: every program that can ask has asked
-MAX_POLL_S = 600.0  # the longest wait between two polls of one batch
-PROGRESS_S = 600.0  # a batch still running is named again at least this often
-CREATE_TRIES = 4  # creates tried (each after looking for the one before) before giving up
-T = TypeVar("T")
 Say = Callable[[str], None]
-Verdicts = dict[str, LineResult]
 VOID: Verdicts = {}  # a record whose create made no batch: its requests go out afresh
-
-
-class PossiblyPaid(Exception):
-    """A create whose every try was ambiguous and whose batch the provider's listing does
-    not show (yet): the record stays in --out, so a rerun looks again before paying."""
-
-
-class _Refused(Exception):
-    """The provider refused the create (a 4xx): nothing was made."""
 
 
 @dataclass
@@ -113,7 +95,7 @@ class BatchRounds:
         self._activity = 0  # bumped by anything that may lead to a new request
         self._wake = asyncio.Event()
         self._closer: asyncio.Task[None] | None = None
-        self._finding = asyncio.Lock()  # one search of the provider's listing at a time
+        self._calls = BatchCalls(wire, self.ledger, self._poll, say)
         self._stopped = False
         self.round = 0
         self.handed_over = 0  # requests this run handed over
@@ -238,8 +220,8 @@ class BatchRounds:
         )
         await self.ledger.intend(record)  # durable before the create: a kill is found again
         try:
-            batch_id = await self._create_once(record, lines)
-        except _Refused as error:
+            batch_id = await self._calls.create(record, lines)
+        except Refused as error:
             await self.ledger.void(record)
             raise BatchApiError(str(error)) from None
         record = await self.ledger.adopt(record, batch_id)
@@ -249,42 +231,6 @@ class BatchRounds:
             f"({self._wire.api}); recorded in --out before polling"
         )
         return record
-
-    async def _create_once(self, record: BatchRecord, lines: list[Line]) -> str:
-        """One batch of `record`, never two: a create is sent again only after the
-        provider's listing showed no batch made by the try before it."""
-        wait, doubt = self._poll, None
-        for _ in range(CREATE_TRIES):
-            if doubt is not None:
-                found = await self._find(record)
-                if found is not None:
-                    self._say(
-                        f"batch create for round {record.round}: {doubt}, but the provider "
-                        f"holds {found} made from these requests: adopted, not created again"
-                    )
-                    return found
-            try:
-                return await self._wire.create(record, lines)
-            except RetryableStatus as error:  # a 429: nothing was made
-                pause = error.retry_after or wait
-            except Ambiguous as error:
-                doubt, pause = str(error), wait
-            except BatchApiError as error:
-                if doubt is None:
-                    raise _Refused(str(error)) from None
-                raise  # refused after a doubtful try: the record stays
-            await asyncio.sleep(pause)
-            wait = min(wait * 2, MAX_POLL_S)
-        if doubt is not None and (found := await self._find(record)) is not None:
-            return found
-        raise PossiblyPaid(
-            f"the create of round {record.round} failed {CREATE_TRIES} times ({doubt}); "
-            f"{record.name} stays in --out, so a rerun looks for its batch before paying"
-        )
-
-    async def _find(self, record: BatchRecord) -> str | None:
-        async with self._finding:
-            return await self._wire.find(record, self.ledger.batch_ids())
 
     async def _ended(self, record: BatchRecord) -> Verdicts:
         task = self._results.get(record.key)
@@ -299,118 +245,13 @@ class BatchRounds:
 
     async def _collect(self, record: BatchRecord) -> Verdicts:
         """Poll until the batch ends, then read its answers: a verdict per request."""
-        batch_id = record.batch_id or await self._recover(record)
+        batch_id = record.batch_id or await self._calls.recover(record)
         if batch_id is None:
             self._results.pop(record.key, None)
             return VOID
-        snapshot = await self._until_ended(batch_id)
-        if snapshot.note is not None:
-            self._say(snapshot.note)
-        reader = await self._patiently(
-            f"reading the results of batch {batch_id}", lambda: self._wire.results(snapshot)
-        )
-        verdicts = {cid: reader.found.get(cid) or snapshot.absent() for cid in record.custom_ids}
-        self.ledger.heard(record, verdicts)
+        verdicts = await self._calls.read(record, await self._calls.until_ended(batch_id))
         self.touch()
-        self._tell_end(snapshot, verdicts, reader.bad_lines, reader.first_bad, reader.repeated)
         return verdicts
-
-    async def _recover(self, record: BatchRecord) -> str | None:
-        """A record written before a create this driver did not live to see answered:
-        the provider's batch made of it, adopted; else (OpenAI) one created over its
-        file, or (Anthropic) none — the record goes and its requests out again."""
-        found = await self._find(record)
-        if found is not None:
-            self._say(
-                f"batch {found}: found at the provider, made from round {record.round} of "
-                f"run {record.run_id} before its id was recorded: adopted, not created again"
-            )
-        elif record.input_file_id is not None:
-            found = await self._create_once(record, [])
-        else:
-            await self.ledger.void(record)
-            return None
-        await self.ledger.adopt(record, found)
-        return found
-
-    async def _until_ended(self, batch_id: str) -> Snapshot:
-        """Polls (backing off to MAX_POLL_S) until the provider says the batch ended; a
-        failed read is tried again; a line whenever its status changes, and every
-        PROGRESS_S while it runs."""
-        wait, shown, last = self._poll, "", time.monotonic()
-        while True:
-            snapshot = await self._patiently(
-                f"reading the status of batch {batch_id}", lambda: self._wire.poll(batch_id)
-            )
-            if snapshot.ended:
-                return snapshot
-            now = time.monotonic()
-            if snapshot.status != shown or now - last >= PROGRESS_S:
-                detail = f", {snapshot.detail}" if snapshot.detail else ""
-                strange = (
-                    ""
-                    if snapshot.known
-                    else (
-                        " — a status this tool does not know: polled until the provider says "
-                        "the batch ended"
-                    )
-                )
-                self._say(
-                    f"waiting on batch {batch_id} ({self._wire.api}): "
-                    f"{_shown(snapshot.status)}{detail}{strange}"
-                )
-                shown, last = snapshot.status, now
-            await asyncio.sleep(wait)
-            wait = min(wait * 2, MAX_POLL_S)
-
-    async def _patiently(self, what: str, call: Callable[[], Awaitable[T]]) -> T:
-        """`call`, tried again with backoff while it fails in transport (a 5xx, a 429,
-        a dropped connection): the batch is the provider's, and will still be there.
-        The first failure of a streak is said; a 4xx ends it (BatchApiError)."""
-        wait, failures = self._poll, 0
-        while True:
-            try:
-                return await call()
-            except TRANSIENT as error:
-                failures += 1
-                if failures == 1:
-                    self._say(
-                        f"{what} failed ({_why(error)}); the batch is still the provider's: "
-                        "tried again with backoff"
-                    )
-                pause = error.retry_after if isinstance(error, RetryableStatus) else None
-                await asyncio.sleep(pause or wait)
-                wait = min(wait * 2, MAX_POLL_S)
-
-    def _tell_end(
-        self,
-        snapshot: Snapshot,
-        verdicts: Verdicts,
-        bad_lines: int,
-        first_bad: str | None,
-        repeated: int,
-    ) -> None:
-        batch, status, total = snapshot.batch_id, snapshot.status, len(verdicts)
-        failed = [v for v in verdicts.values() if isinstance(v, LineFailure)]
-        unread = [v for v in verdicts.values() if isinstance(v, Unread)]
-        if failed:
-            self._say(
-                f"batch {batch} ended ({status}) with {len(failed)} of {total} request(s) "
-                f"unanswered — first: {failed[0].why}; they are handed over again, once"
-            )
-        if unread:
-            self._say(
-                f"batch {batch} ended ({status}) with {len(unread)} of {total} answer(s) "
-                f"unreadable — first: {unread[0].why}; not handed over again (they may "
-                "have been paid for): their record stays in --out for a rerun to read"
-            )
-        if bad_lines:
-            self._say(f"batch {batch}: {bad_lines} bad line(s) in its results — first: {first_bad}")
-        if repeated:
-            self._say(
-                f"batch {batch}: {repeated} custom_id(s) repeated in its results; "
-                "the first success of each is kept"
-            )
 
     def halt(self) -> None:
         """The run stops: no new round; programs waiting on one are stopped. Batches
@@ -437,17 +278,3 @@ class BatchRounds:
         """The records a rerun needs no more, dropped at the run's end
         (`PaidLedger.finished`)."""
         return self.ledger.finished()
-
-
-def _why(error: BaseException) -> str:
-    return (
-        str(error).split(":", 1)[0]
-        if isinstance(error, RetryableStatus)
-        else (f"{type(error).__name__}: {error}"[:200])
-    )
-
-
-def _shown(status: str) -> str:
-    """A provider's word, safe to print (it is the provider's, not ours)."""
-    kept = "".join(c if c.isprintable() else "?" for c in status)
-    return kept if len(kept) <= 40 else kept[:40] + "…"
