@@ -20,7 +20,7 @@ from taguru_ray.contract.completion import CompletionRequest
 from taguru_ray.contract.records.batches import BATCHES
 from taguru_ray.contract.settings.groups import Transport
 from taguru_ray.engine.batch_rounds import BatchRounds
-from taguru_ray.llm.batch_wire import wire_for
+from taguru_ray.llm.batch_wire import BatchWire, wire_for
 from taguru_ray.simulate import SimulatorConfig, create_app
 from taguru_ray.simulate.batch_desk import BatchBehaviour
 from taguru_ray.store.batch_journal import BatchJournal
@@ -54,9 +54,9 @@ class Harness:
         self.out = out
         self.said: list[str] = []
 
-    def rounds(self, http: aiohttp.ClientSession) -> BatchRounds:
+    def rounds(self, http: aiohttp.ClientSession, wire: BatchWire | None = None) -> BatchRounds:
         rounds = BatchRounds(
-            wire_for(http, self.transport),
+            wire or wire_for(http, self.transport),
             BatchJournal(OutDir(str(self.out))),
             "0123456789abcdef",
             0.01,
@@ -196,7 +196,6 @@ def test_a_batch_created_but_not_recorded_is_found_by_its_file(tmp_path: Path) -
         server = await started(BatchBehaviour())
         harness = Harness(str(server.make_url("/v1")), tmp_path / "out", "openai")
         async with aiohttp.ClientSession() as http:
-            killed = harness.rounds(http)
             wire = wire_for(http, harness.transport)
             original = wire.create
             created: list[str] = []
@@ -206,8 +205,8 @@ def test_a_batch_created_but_not_recorded_is_found_by_its_file(tmp_path: Path) -
                 await asyncio.Event().wait()  # killed before the batch id was recorded
                 raise AssertionError("unreachable")
 
-            killed._wire = wire
             wire.create = create_then_hang  # type: ignore[method-assign]
+            killed = harness.rounds(http, wire)
             task = asyncio.ensure_future(killed.complete("a.md", ask("The Alder service.")))
             while not created:
                 await asyncio.sleep(0.01)
