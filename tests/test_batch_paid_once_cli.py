@@ -68,10 +68,10 @@ def test_a_batch_whose_reads_fail_is_kept_and_the_rerun_pays_nothing_twice(
         ]
     )
     first = cli.extract(*arguments(docs, out, "openai"))
+    assert records(out), "the batch's record was dropped with an answer unread"
     assert first.returncode == 1, first.stderr  # the segment whose line was bad failed
     assert "still the provider's" in first.stderr
     assert "1 bad line(s)" in first.stderr and "not handed over again" in first.stderr
-    assert records(out), "the batch's record was dropped with an answer unread"
     assert len(written(out)) == 1
     played = cli.simulator.batch_stats()["played"]
     assert played["poll/500"] == 4 and played["results/not_json"] == 1
