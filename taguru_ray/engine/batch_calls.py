@@ -1,5 +1,5 @@
 """The provider's side of a batch, said once: make it once, find it again, wait for it,
-read it (issue 49, ADR 0078). `BatchRounds` gathers the rounds; this is how each of
+read it (issue 49, ADR 0084). `BatchRounds` gathers the rounds; this is how each of
 its batches is made and read.
 
 - `create`: one batch of a record already durable in --out, never two — a create

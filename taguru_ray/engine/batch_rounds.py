@@ -11,7 +11,7 @@ to its program, which judges it as it judges a live one and asks its next
 request (a corrective turn, a split's pieces, the next chunk under carryover) —
 into the next round.
 
-Money is accounted in one place (`engine/paid_ledger.py`, ADR 0078): a request's
+Money is accounted in one place (`engine/paid_ledger.py`, ADR 0084): a request's
 `custom_id` is its identity (`contract/batch_ids.py`), and a batch is handed over
 only through `PaidLedger.intend`, which refuses any request a recorded batch
 holds and writes the batch's record to --out *before* the create is sent. So:

@@ -1,5 +1,5 @@
 """One accounting of money: was this request already paid for, or possibly paid for?
-(issue 49, ADR 0078).
+(issue 49, ADR 0084).
 
 Every path that can hand a paid request over asks here first, from durable records
 (`--out/.extract-batches/`, `store/batch_journal.py`), by the request's digest

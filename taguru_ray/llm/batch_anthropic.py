@@ -1,6 +1,6 @@
 """Anthropic's Message Batches on the wire: a round's requests in the create call
 (`/v1/messages/batches`), the Messages API's shapes (ADR 0070), its results
-streamed from the configured host (ADR 0079) as one verdict per custom_id
+streamed from the configured host (ADR 0085) as one verdict per custom_id
 (`batch_http.py`; ADR 0068, 0078).
 """
 

@@ -1,4 +1,4 @@
-"""The calls both batch wires make, and the values they share (issue 49, ADR 0078).
+"""The calls both batch wires make, and the values they share (issue 49, ADR 0084).
 
 What costs money is never sent twice blindly: a create is one try (`create_once`:
 a 429, refused before anything was made, goes back to be tried again; a 5xx or a
@@ -7,7 +7,7 @@ made before creating again). A poll or a results read is one try too: the caller
 backs off and tries again (the batch is still the provider's). Uploads and
 listings, which cost nothing, run under the live client's transport policy (4
 tries, full jitter, Retry-After). A 4xx is a `BatchApiError`. The API key's
-headers go to the configured API host only (ADR 0079). A results file is streamed
+headers go to the configured API host only (ADR 0085). A results file is streamed
 (`Http.lines`), a line at a time through `batch_results.ResultsReader`.
 """
 

@@ -1,4 +1,4 @@
-"""A batch's results file read line by line: one verdict per custom_id (issue 49, ADR 0078).
+"""A batch's results file read line by line: one verdict per custom_id (issue 49, ADR 0084).
 
 Pure: bytes in, values out. The wire streams the file through `ResultsReader.feed`
 a line at a time, so a 200 MB output never sits in memory whole, and each line

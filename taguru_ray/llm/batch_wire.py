@@ -9,7 +9,7 @@ streams its results back as one verdict per custom_id (`batch_results.py`): a
 answer as a live one — a `LineFailure` (the provider said the line has no
 answer), or `Unread` (no verdict could be read).
 
-What costs money is never sent twice blindly (issue 49, ADR 0078): a create is
+What costs money is never sent twice blindly (issue 49, ADR 0084): a create is
 one try (a 429, refused before anything was made, is tried again); a create
 whose answer never came whole (a 5xx, a dropped connection) is `Ambiguous`, and
 `find` looks for the batch it may have made — by the metadata and input file
@@ -18,7 +18,7 @@ creates again. A poll or a results read is one try too: the caller backs off
 and tries again (the batch is still the provider's). Uploads and listings, which
 cost nothing, run under the live client's transport policy (4 tries, full
 jitter, Retry-After). A 4xx is a `BatchApiError`. The API key goes only to the
-configured API host (ADR 0079): a URL the provider hands back naming another
+configured API host (ADR 0085): a URL the provider hands back naming another
 host is not followed with it.
 
 The shared calls and values are in `batch_http.py`, each provider's wire in

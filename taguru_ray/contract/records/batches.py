@@ -1,7 +1,7 @@
 """The record of one provider batch a `--batch-api` run handed over (ADR 0068).
 
 One object per batch under `<out>/.extract-batches/`, written whole before the
-create is sent (ADR 0078): with no batch id yet, the time the driver was about to
+create is sent (ADR 0084): with no batch id yet, the time the driver was about to
 create, and OpenAI's uploaded file — what lets a rerun find the batch a killed or
 ambiguously answered create made (OpenAI by metadata and file, Anthropic by time
 and request count) — then again with the batch id. A rerun reads them all and
