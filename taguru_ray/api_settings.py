@@ -29,6 +29,7 @@ class ExtractSettings(TypedDict, total=False):
     no_passage: bool
     config: str | os.PathLike[str] | None
     force: bool
+    prune: bool
     chunk_bytes: int
     redact: bool | str
     redact_rules: str | os.PathLike[str] | None

@@ -43,6 +43,7 @@ LOCK = ".extract.lock"
 CHECKPOINTS = ".extract-checkpoints"
 TRACE = ".extract-trace"
 DOCUMENTS = ".extract-documents"  # converted documents' text, by converter and digest
+RETIRED = ".extract-retired"  # segments --prune retired, and their records (ADR 0077)
 
 
 def flatten(source: str) -> str:

@@ -38,11 +38,14 @@ from taguru_ray.pipeline.segment_job import SegmentJob
 from taguru_ray.pipeline.steering import steering_for
 from taguru_ray.settings import Settings, checkpoint_fingerprint
 from taguru_ray.store.checkpoints import count_reusable
+from taguru_ray.store.corpus import Corpus
+from taguru_ray.store.coverage import Coverage, orphans_line
 from taguru_ray.store.footprint import Footprint
 from taguru_ray.store.inputs import corpus_of, read_source
 from taguru_ray.store.lock import lock_for
 from taguru_ray.store.manifest import Manifest
 from taguru_ray.store.outdir import LinkRefused, OutDir
+from taguru_ray.store.retire import pending
 
 __all__ = ["Console", "dry_run", "extract", "start_ray"]
 
@@ -62,6 +65,15 @@ def dry_run(settings: Settings, console: Console) -> int:
     manifest, note = Manifest.load(out)
     if note:
         console.err(f"{FAILURE_PREFIX}{note}")
+    corpus = Coverage.of(sources)
+    for unfinished in pending(out):
+        console.err(
+            f"{MESSAGE_PREFIX}the prune of run {unfinished.run_id} was left unfinished "
+            f"({len(unfinished.records)} segment(s)): the next run completes it"
+        )
+    orphans = corpus.orphans(path for path, _ in manifest.entries.sorted_rows())
+    if orphans:
+        console.err(f"{MESSAGE_PREFIX}{orphans_line(orphans, prune=False)}")
     existing = out.presence()
     tally = Tally(total=len(sources))
     seen: set[str] = set()
@@ -71,6 +83,7 @@ def dry_run(settings: Settings, console: Console) -> int:
         lambda i: (sources[i], written_id(sources[i], settings.source.source_id, several)),
         manifest_holders(lambda: manifest),
         console.err,
+        renamed=lambda path: corpus.covers(path) and not corpus.holds(path),
     )
     # A dry run converts a document here to count its chunks (a run converts on the
     # workers); its child ends with this process if the loop does not reach the close.
@@ -346,6 +359,8 @@ def execute(
     sources = list(staged) if staged is not None else corpus_of(settings.source)
     for line in getattr(sources, "notes", ()):  # what the corpus holds that is not read
         console.err(f"{MESSAGE_PREFIX}{line}")
+    # The inputs' corpus, whose orphans the run names (ADR 0077): none for staged segments.
+    corpus = Coverage.of(sources) if isinstance(sources, Corpus) else None
     footprint = Footprint(out)  # what a run refused before its first request takes back
     try:
         out.ensure()
@@ -355,7 +370,9 @@ def execute(
         raise StartupError(f"--out {settings.source.out}: cannot create it ({error})") from None
     with lock_for(out, console.err, settings.scale.lease_seconds) as lock:
         read = staged.__getitem__ if staged is not None else read_source
-        run = ExtractRun(settings, console, out, sources, inputs, lock, read, tariff)
+        run = ExtractRun(settings, console, out, sources, inputs, lock, read, tariff, corpus)
+        # A prune a killed run left is completed before the manifest is read.
+        run.pruning.complete_pending()
         # Reading and the skips of unchanged segments go on while Ray starts.
         run.start_reading()
         try:

@@ -117,6 +117,11 @@ class Reading:
         )
         self.early = readers.submit(self._settle_early)
 
+    @property
+    def manifest_loading(self) -> Future[tuple[Manifest, str | None]]:
+        """The manifest being loaded (and the note when it could not be used)."""
+        return self._manifest_loading
+
     def wants_helper(self) -> bool:
         """Whether a child process should hash the segments (`digest_helper.py`)."""
         sources = self._sources

@@ -6,6 +6,8 @@ Each concern of the driver is a part with its own state and module:
   helper, and the early settling, all started before Ray;
 - `skipping.py` — which segments are skipped unchanged or refused, and how;
 - `same_bytes.py` — the warning for one file extracted under two source ids;
+- `pruning.py` — the manifest's segments the inputs no longer hold: named once
+  the manifest is in, retired at the commit under --prune (ADR 0077);
 - `dispatch.py` — the dispatch loop, the window's waits, the claims ledger's
   settled segments, and each segment's end as it comes back;
 - `workers.py` — the segment workers: start, placement, worker deaths and
@@ -27,8 +29,9 @@ order: reading, then — still before Ray, from the driver (`check_endpoints`) �
 the preflight, only when a segment needs the model (with `--engine`, the
 replicas instead, once Ray is up); the head actors, the
 hand-over from the early settling to the dispatch loop, the manifest's
-compaction, the gateway's last counters, the sidecar, the summary —
-and every actor (and replica) ended, however the run ends.
+compaction (and under --prune the retirement with it), the gateway's last
+counters, the sidecar, the summary — and every actor (and replica) ended, however
+the run ends.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from taguru_ray.engine.head_actors import HeadActors
 from taguru_ray.engine.monitor import Monitor
 from taguru_ray.engine.pacing import WORKER, Judged, Pacing, caps_of
 from taguru_ray.engine.paid_ledger import BATCHES, held_by_batches
+from taguru_ray.engine.pruning import Pruning
 from taguru_ray.engine.reading import Reading
 from taguru_ray.engine.replicas.fleet import Fleet
 from taguru_ray.engine.same_bytes import SameBytes, manifest_holders
@@ -66,6 +70,7 @@ from taguru_ray.pipeline.run_inputs import RunInputs
 from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.pricing.tariff import Tariff
 from taguru_ray.settings import Settings
+from taguru_ray.store.coverage import Coverage
 from taguru_ray.store.inputs import read_source
 from taguru_ray.store.lease import LeaseLock
 from taguru_ray.store.outdir import Fenced, OutDir
@@ -84,6 +89,7 @@ class ExtractRun:
         lock: object | None = None,
         read: Callable[[str], bytes] = read_source,
         tariff: Tariff | None = None,
+        corpus: Coverage | None = None,
     ) -> None:
         inputs = inputs or RunInputs()
         tariff = tariff or Tariff()  # how the run is charged (engine/spend.py)
@@ -120,8 +126,13 @@ class ExtractRun:
             self.console.err,
             lambda: self.stop.requested,
         )
+        self.pruning = Pruning(settings, out, self.run_id, corpus, self.console.err)
         self.same_bytes = SameBytes(
-            self._holder, manifest_holders(lambda: self.skipping.manifest), self.console.err
+            self._holder,
+            manifest_holders(lambda: self.skipping.manifest),
+            self.console.err,
+            renamed=self.pruning.orphan,
+            prune=settings.run.prune,
         )
         self.pacing = Pacing(
             caps_of(settings),
@@ -192,8 +203,10 @@ class ExtractRun:
         return self.summary.row(index)
 
     def start_reading(self) -> None:
-        """Start reading on threads (`Reading.start`); called before Ray starts."""
+        """Start reading on threads (`Reading.start`), and judging the manifest's orphans
+        once it is in; called before Ray starts."""
         self.reading.start()
+        self.pruning.start(self.reading.manifest_loading)
 
     def stop_reading(self) -> None:
         """End the early settling and the reads: once the run is over, or when Ray failed
@@ -332,18 +345,20 @@ class ExtractRun:
         return starting_rung(settings.ladder.structured_output, settings.ladder.max_output_tokens)
 
     async def _compact(self) -> None:
-        """The manifest's journal folded into its file; a failure is said, and the
-        summary still comes."""
+        """The run's commit: the manifest's journal folded into its file, and under --prune
+        the orphans retired with it (`pruning.py`); a failure is said, and the summary
+        still comes."""
+        manifest = self.skipping.manifest
         try:
-            await asyncio.to_thread(self.skipping.manifest.compact)
+            await asyncio.to_thread(self.pruning.commit, manifest, stopped=self.stop.requested)
         except Fenced as fenced:  # the lease is another run's: its manifest is not ours
             self.console.err(f"{FAILURE_PREFIX}{fenced}")
         except OSError as error:  # a full disk, a read-only --out: the summary still comes
             self.summary.store_failed = True
             self.console.err(
                 f"{FAILURE_PREFIX}could not compact the manifest ({error.strerror or error}) — "
-                "its journal keeps every entry, and a rerun once --out is writable again "
-                "compacts it and skips what was written"
+                "its journal keeps every entry (and a prune its plan), and a rerun once --out "
+                "is writable again compacts it, skips what was written and completes the prune"
             )
 
     def _paced_actors(self) -> list[tuple[str, Any]]:

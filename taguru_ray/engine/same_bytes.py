@@ -75,6 +75,17 @@ class RunDigests:
                 self._keys[slot], self._indexes[slot] = key, plus_one
 
 
+def renamed_line(source: str, other: str, sha256: str, prune: bool) -> str:
+    """The note for `source`, whose bytes the manifest holds under `other`, a path the
+    inputs no longer hold (ADR 0077): a rename, paid for afresh under the new path."""
+    retires = "this run retires the old one (--prune)" if prune else "--prune retires the old one"
+    return (
+        f"{MESSAGE_PREFIX}{source}: the same bytes as {other}, which the inputs no longer hold "
+        f"(sha256 {sha256[:12]}…) — a renamed segment is extracted afresh under its new path; "
+        f"{retires}"
+    )
+
+
 def same_bytes_line(source: str, other: str, in_run: bool, sha256: str) -> str:
     """The warning for `source`, whose bytes (digest `sha256`) `other` already has."""
     where = "earlier in this run" if in_run else "already extracted into this --out"
@@ -101,12 +112,18 @@ class SameBytes:
         manifest_holders: Callable[[str], Iterable[Holder]],
         say: Callable[[str], None],
         cap: int = WARN_CAP,
+        renamed: Callable[[str], bool] | None = None,
+        prune: bool = False,
     ) -> None:
         """`holder_of(index)`: segment `index`'s path and written id; `manifest_holders`:
-        the manifest's entries with a digest (`Manifest.digest_index().holders`)."""
+        the manifest's entries with a digest (`Manifest.digest_index().holders`);
+        `renamed(path)`: whether a manifest path is an orphan of the run (ADR 0077) — its
+        pair is a rename, said as one; `prune`: the run retires orphans."""
         self._holder_of = holder_of
         self._manifest_holders = manifest_holders
         self._say = say
+        self._renamed = renamed or (lambda _path: False)
+        self._prune = prune
         self._cap = cap
         self._run = RunDigests()
         self._said: set[frozenset[str]] = set()  # the pairs warned of (at most `cap`)
@@ -130,7 +147,10 @@ class SameBytes:
                 self.unsaid += 1
                 return
             self._said.add(pair)
-            self._say(same_bytes_line(source, path, in_run, sha256))
+            if not in_run and self._renamed(path):
+                self._say(renamed_line(source, path, sha256, self._prune))
+            else:
+                self._say(same_bytes_line(source, path, in_run, sha256))
             return
 
     def close(self) -> None:

@@ -135,6 +135,9 @@ class Corpus(Sequence[str]):
         self._count = 0
         self.arguments = 0
         self.notes: list[str] = []
+        # Each argument as `store/coverage.py` judges it: (a file's path, False) or (a
+        # folder as typed with a ``/`` after it, True).
+        self.covering: list[tuple[str, bool]] = []
 
     def add(self, part: Part) -> None:
         if not len(part):

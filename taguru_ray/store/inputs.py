@@ -218,6 +218,7 @@ def _expand_one(path: str, corpus: Corpus, recursive: bool, columns: Columns) ->
             raise
     fs, root = fsspec.core.url_to_fs(path)
     if fs.isdir(root):
+        corpus.covering.append((path if path.endswith("/") else path + "/", True))
         if recursive:
             _expand_tree(fs, root, path, corpus, columns)
         else:
@@ -229,6 +230,7 @@ def _expand_one(path: str, corpus: Corpus, recursive: bool, columns: Columns) ->
     if kind != "file":
         what = kind_of(os.stat(root).st_mode) if "://" not in path else str(kind)
         raise UsageError(f"{path}: {what}, not a regular file — name .md/.txt files or a folder")
+    corpus.covering.append((path, False))
     shape = shape_of(path)
     if shape is not None and shape.rows:
         corpus.add(shard_part(path, columns))

@@ -35,7 +35,7 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator, Mapping
 from typing import IO, Any
 
 from taguru_ray.contract.manifest_entry import ENTRY_DEFAULTS, MANIFEST_FIELDS
@@ -151,8 +151,11 @@ class Manifest:
         with self._lock:
             return ManifestDigests(*self.entries.held())
 
-    def compact(self) -> None:
+    def compact(self, forget: Mapping[str, str] | None = None) -> None:
         """Fold the journal into the single file, then delete the folded journal files.
+
+        `forget`: the sources `extract --prune` retires (path → the digest their entry
+        holds): their entries leave the file — unless recorded since with other bytes.
 
         A merge, never an overwrite: the store is read again as it is now (its
         single file and journal) and this run's own entries are laid over it, so
@@ -165,7 +168,7 @@ class Manifest:
         entries).
         """
         with self._lock:
-            if not self._journal and not self._recorded:
+            if not self._journal and not self._recorded and not forget:
                 return
             mine = self.entries
             recorded = sorted(self._recorded)
@@ -179,6 +182,10 @@ class Manifest:
             row = mine.row(source)
             if row is not None:
                 table.set_row(source, table.pack_values(*mine.unpack(row), source))
+        for source, sha256 in (forget or {}).items():
+            row = table.row(source)
+            if row is not None and _hex(table.unpack(row)[0]) == sha256:
+                del table[source]
         folded = sorted(ours | own | current._journal)
         current.write_single()
         self._out.delete_many(folded)
@@ -543,6 +550,10 @@ class _JsonStream:
                 continue
             self.pos = end
             return value
+
+
+def _hex(sha256: Any) -> Any:
+    return sha256.hex() if type(sha256) is bytes else sha256
 
 
 def _parse_entry(data: bytes) -> tuple[str, dict[str, Any]] | None:

@@ -34,7 +34,7 @@ from typing import IO, Any, TypeVar
 import fsspec
 from fsspec.implementations.local import LocalFileSystem
 
-from taguru_ray.contract.names import CHECKPOINTS, MANIFEST, MANIFEST_JOURNAL, TRACE
+from taguru_ray.contract.names import CHECKPOINTS, MANIFEST, MANIFEST_JOURNAL, RETIRED, TRACE
 from taguru_ray.store.appenders import Appender, FileAppender, LinkRefused, ObjectAppender
 from taguru_ray.store.commit import COMMITTER, stage_write, staging
 
@@ -88,7 +88,7 @@ class OutDir:
         only the bucket itself must exist, checked with one request.
         """
         if self.local:
-            for name in (CHECKPOINTS, TRACE, MANIFEST_JOURNAL, MANIFEST):
+            for name in (CHECKPOINTS, TRACE, MANIFEST_JOURNAL, MANIFEST, RETIRED):
                 if os.path.islink(self.local_path(name)):
                     raise LinkRefused(self.local_path(name), "a folder or file of its own")
             for name in ("", CHECKPOINTS, TRACE):
@@ -228,6 +228,34 @@ class OutDir:
             return COMMITTER.run(fn, *args)
         return asyncio.to_thread(fn, *args)
 
+    def move(self, name: str, to: str) -> bool:
+        """Move `name` to `to`, replacing what is there; False when there is no `name`.
+
+        On a local disk one rename (atomic). On an object store, which has no rename,
+        a server-side copy and then the delete: a kill between the two leaves both,
+        and the same move done again replaces the copy with the same bytes.
+        """
+        self._fenced()
+        if self.local:
+            source, target = self.local_path(name), self.local_path(to)
+            if not os.path.lexists(source):
+                return False
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            try:
+                os.replace(source, target)
+            except FileNotFoundError:  # gone since the check: someone else moved it
+                return False
+            return True
+        path = self.path(name)
+        self.fs.invalidate_cache(path)
+        try:
+            self.fs.copy(path, self.path(to))
+        except FileNotFoundError:
+            return False
+        with contextlib.suppress(FileNotFoundError):
+            self.fs.rm_file(path)
+        return True
+
     def delete(self, name: str) -> None:
         self._fenced()
         with contextlib.suppress(FileNotFoundError):
@@ -290,10 +318,10 @@ class OutDir:
         if self.local:  # hashed as listed: the names themselves are never all held
             try:
                 with os.scandir(self.root) as entries:
-                    return _HashedNames(map(_NAME, entries))
+                    return HashedNames(map(_NAME, entries))
             except FileNotFoundError:
-                return _HashedNames(())
-        return _HashedNames(self.names())
+                return HashedNames(())
+        return HashedNames(self.names())
 
     def appender(self, name: str, *, fresh: bool) -> Appender:
         """A log at `name`: emptied when `fresh`, else continued after its current bytes."""
@@ -303,7 +331,7 @@ class OutDir:
         return self._in_folder(target, lambda: FileAppender(target, fresh=fresh, make_folder=False))
 
 
-class _HashedNames:
+class HashedNames:
     """Names held as their sorted 64-bit hashes: 8 bytes a name, looked up by bisection.
 
     Sorted a bucket at a time (by the hash's top byte), so no list of a million

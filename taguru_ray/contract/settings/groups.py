@@ -135,6 +135,12 @@ class Run(Group):
         bool,
         Knob("re-extract segments the manifest calls unchanged", flag="--force", form="switch"),
     ] = False
+    prune: Annotated[
+        bool,
+        Knob("retire segments the corpus no longer holds: their source files leave where import "
+             "reads, their entries leave the manifest, and a record tells the next import to "
+             "retract them", flag="--prune", form="switch"),
+    ] = False
 
 
 class Reading(Group):
