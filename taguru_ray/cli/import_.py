@@ -17,7 +17,12 @@ also embeds each imported file's glosses and paragraphs. A provider failure refu
 nothing: the file stays imported, the failure is said on stderr, the exit is 1, and
 the next import embeds what is missing.
 
-stdout: one line per file imported; stderr: one line per file refused,
+A folder that is an extract ``--out`` may hold the segments ``extract --prune``
+retired (``.extract-retired/``): each is retracted from its context first,
+once — unless a file of this import writes it again (`cli/import_retract.py`,
+ADR 0077).
+
+stdout: one line per file imported (and per source retracted); stderr: one line per file refused,
 ``<file>: line <n>: <path>: <why>`` (a control character in a name or an id is
 shown escaped, ``\\u{1b}``). Exit 0 all imported, 1 any refused or unreadable, 2
 usage.
@@ -32,13 +37,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from taguru_ray.cli.args import OneLineParser, location, parse
+from taguru_ray.cli.import_retract import pending_of, retired_in, retract_embedded, retract_remote
 from taguru_ray.context.embeddings import embedder_from_env
-from taguru_ray.context.importer import ImportRefusal, Stream, read_stream
+from taguru_ray.context.importer import ImportRefusal, Stream, read_stream, stream_sources
 from taguru_ray.context.prepare import prepared_streams
 from taguru_ray.context.store import SqliteStore
+from taguru_ray.contract.records.retired import RetiredRecord
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError
 from taguru_ray.remote.address import AddressError, base_url
 from taguru_ray.remote.client import RemoteError, TaguruClient
+from taguru_ray.store.retire import to_retract
 from taguru_ray.text.terminal import printable
 from taguru_ray.tools.records import read_source_files
 
@@ -91,6 +99,7 @@ def main(argv: Sequence[str]) -> int:
         print(f"{PREFIX}{error}", file=sys.stderr)
         return EXIT_USAGE
     files: list[tuple[str, bytes]] = []
+    retired: list[tuple[str, RetiredRecord]] = []  # (the --out folder, a retired segment)
     unreadable = 0
     for path in args.paths:
         try:
@@ -105,19 +114,27 @@ def main(argv: Sequence[str]) -> int:
             continue
         found = listed.files
         named = [(n, d) for n, d in found.items() if os.path.basename(n) not in NOT_SOURCE_FILES]
-        if len(found) > 1 or found.keys() != {path}:
+        folder = len(found) > 1 or found.keys() != {path}
+        if folder:
             named = [(f"{path.rstrip('/')}/{n}", d) for n, d in named]
+            records, bad = retired_in(path, PREFIX)  # what extract --prune retired there
+            retired.extend((path, record) for record in records)
+            unreadable += bad
         for name, why in listed.unreadable.items():  # listed, not read: said, exit 1
             shown = printable(f"{path.rstrip('/')}/{name}")
             print(f"{PREFIX}{shown}: cannot read it ({why})", file=sys.stderr)
             unreadable += 1
-        if not named and not listed.unreadable:
+        if not named and not listed.unreadable and not (folder and retired):
             print(f"{PREFIX}{printable(path)}: no source file (*.jsonl) in it", file=sys.stderr)
         files.extend(named)
-    if not files:
-        return EXIT_FAILED
+    # Retired segments are retracted first, but never one a file of this import writes again.
+    written = {key for _, data in files for key in stream_sources(data, args.context)}
+    pending = pending_of(retired, to_retract((r for _, r in retired), written, args.context))
+    if not files and not pending:
+        return EXIT_FAILED if unreadable or not retired else EXIT_OK
     if url:
-        refused = sum(not _post(url, name, data, args.dry_run) for name, data in files)
+        refused = retract_remote(url, pending, args.dry_run)
+        refused += sum(not _post(url, name, data, args.dry_run) for name, data in files)
     else:
         try:
             embedder = embedder_from_env(os.environ)
@@ -126,10 +143,11 @@ def main(argv: Sequence[str]) -> int:
             return EXIT_USAGE
         try:
             store = SqliteStore(args.store, embedder=embedder)
+            refused = retract_embedded(store, pending, args.dry_run)
             if args.dry_run or embedder is not None:  # a file at a time, said as it goes
-                refused = sum(not _apply(store, name, data, args) for name, data in files)
-            else:
-                refused = _apply_grouped(store, files, args)
+                refused += sum(not _apply(store, name, data, args) for name, data in files)
+            elif files:
+                refused += _apply_grouped(store, files, args)
         except TaguruRayError as error:  # a file, no database, read-only: one line, and
             print(f"{PREFIX}{error}", file=sys.stderr)  # no file after it would fare better
             return error.exit_code

@@ -172,6 +172,29 @@ def stream_contexts(data: bytes) -> list[str]:
     return list(dict.fromkeys(named))
 
 
+def stream_sources(data: bytes, context: str | None = None) -> list[tuple[str, str]]:
+    """(the local context's name, source id) of every batch header in `data`, named as
+    `read_stream` names them (`context`, else the header's create name, else its
+    context_id), read from the header lines alone. A header import would refuse names
+    nothing here: importing the file says why."""
+    found = []
+    for raw in data.split(b"\n"):
+        if b'"type"' not in raw and b'"taguru_batch"' not in raw:  # not a header: unread
+            continue
+        try:
+            record = _peek(raw.removeprefix(_BOM))
+        except (strict_json.NonFiniteNumber, strict_json.NestedTooDeeply):
+            continue
+        if record is None or not ("type" in record or "taguru_batch" in record):
+            continue
+        try:
+            header = parse_source_file(raw.removeprefix(_BOM), strict=False).header
+        except SourceFileError:
+            continue
+        found.append((context or header.name or header.context_id, header.id))
+    return found
+
+
 def _read_line(raw: bytes, name: str, number: int) -> dict[str, Any] | None:
     """`_peek`, refusing a line no parser may be handed: a non-finite number (NaN, 1e999)
     anywhere in it, or nesting deeper than the decoder follows."""

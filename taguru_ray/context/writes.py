@@ -226,7 +226,25 @@ class ContextWrites:
                     found[source] = text
         return {"passages": dict(sorted(found.items())), "missing": missing}
 
-    def retract_source(self: Any, name: str, source_name: str) -> dict[str, Any]:
+    def retract_source(
+        self: Any, name: str, source_name: str, *, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """Remove the source's attributions and passage; `dry_run`: say what it would
+        remove, write nothing (the reference's ``?dry_run=true``). A source the context
+        does not hold answers zero and nothing, and counts no write."""
+        if dry_run:  # read only: a server started without --writable previews too
+            with self._read() as conn:
+                key = self._row(conn, name)[0]
+                row = conn.execute(
+                    "SELECT id, has_passage FROM sources WHERE context = ? AND name = ?",
+                    (key, source_name),
+                ).fetchone()
+                if row is None:
+                    return {"associations_touched": 0, "passage_removed": False}
+                (touched,) = conn.execute(
+                    "SELECT count(*) FROM attributions WHERE source = ?", (row[0],)
+                ).fetchone()
+                return {"associations_touched": touched, "passage_removed": bool(row[1])}
         with self._write() as conn:
             key = self._row(conn, name)[0]
             row = conn.execute(

@@ -109,6 +109,13 @@ class TaguruClient:
     def evidence(self, name: str, body: Mapping[str, Any]) -> Reply:
         return self.call("POST", _context(name, "evidence"), body)
 
+    def retract_source(self, name: str, source: str, dry_run: bool = False) -> Reply:
+        """``POST /contexts/{name}/sources/retract``: the source's attributions and passage
+        withdrawn; ``{associations_touched, passage_removed}`` (zero and false when the
+        context held no such source)."""
+        route = "sources/retract" + ("?dry_run=true" if dry_run else "")
+        return self.call("POST", _context(name, route), {"source": source})
+
     def import_stream(self, data: bytes, dry_run: bool = False) -> Reply:
         """``POST /import`` of one batch stream (JSONL bytes, sent as they are)."""
         path = "/import" + ("?dry_run=true" if dry_run else "")

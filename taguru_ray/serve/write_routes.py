@@ -105,6 +105,16 @@ async def lookup(request: web.Request) -> web.Response:
 
 
 async def retract(request: web.Request) -> web.Response:
+    """``POST …/sources/retract`` (``?dry_run=true``: what it would remove, nothing written,
+    answered by a read-only server too, as the reference previews it)."""
+    dry_run = requests.dry_run(request.query)
+    if dry_run:
+        state = request.app[STATE]
+        source = write_requests.source(await _json(request))
+        result = await state.call(
+            state.store.retract_source, request.match_info["name"], source, dry_run=True
+        )
+        return ok(result, request[STARTED])
     _writable(request)
     return await _apply(request, "retract_source", write_requests.source(await _json(request)))
 

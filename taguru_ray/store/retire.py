@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +54,7 @@ __all__ = [
     "pending",
     "plan_retirement",
     "read_retired",
+    "to_retract",
 ]
 
 
@@ -216,6 +217,22 @@ def read_retired(out: OutDir) -> Retired:
         found.records.extend(read.records)
     found.records.sort(key=lambda record: (record.retired_at, record.run_id, record.source))
     return found
+
+
+def to_retract(
+    records: Iterable[RetiredRecord], written: Container[tuple[str, str]], context: str | None
+) -> list[tuple[str, RetiredRecord]]:
+    """What `import` retracts: (the local context's name, record) once per source, the
+    latest record of it, and none whose (context, id) a file being imported writes — a
+    segment retired, then written again since, is current (ADR 0077). `context`: the
+    import's --context, which names every file's context and so every record's."""
+    latest: dict[tuple[str, str], RetiredRecord] = {}
+    for record in records:
+        key = (record.context(context), record.id)
+        held = latest.get(key)
+        if held is None or (record.retired_at, record.run_id) >= (held.retired_at, held.run_id):
+            latest[key] = record
+    return [(key[0], record) for key, record in sorted(latest.items()) if key not in written]
 
 
 @dataclass

@@ -15,6 +15,12 @@ what an earlier file settled. So every file is read as import reads it
 
 A refused file is named and left out of what later files are judged against,
 as if removed; every problem is reported, not only the first.
+
+An --out also holds what `extract --prune` retired (``.extract-retired/``, ADR
+0077): `judge_retired` reads its records as `import` does — a record file or
+line import cannot read is a problem (its retractions would be lost); a prune
+a killed run left unfinished is no problem (the next extract completes it, and
+until then import sees the old state), only said.
 """
 
 from __future__ import annotations
@@ -24,11 +30,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from taguru_ray.context.importer import stream_sources
 from taguru_ray.contract.items import Alias
+from taguru_ray.contract.names import RETIRED
 from taguru_ray.contract.rust_text import quote_for_issue
 from taguru_ray.contract.source_file import Header, SourceFileError, parse_source_file
 from taguru_ray.pipeline.claims import ClaimLedger, rewires
 from taguru_ray.pipeline.steer import Contribution
+from taguru_ray.store.retire import Retired, to_retract
 
 
 @dataclass(frozen=True)
@@ -49,10 +58,29 @@ class Problem:
 
 
 @dataclass
+class RetiredSegments:
+    """What `.extract-retired/` holds, as `import` reads it."""
+
+    records: int = 0  # retired segments (a record each)
+    retracts: int = 0  # sources the next import retracts from their context
+    written_again: int = 0  # retired, then written again since: current, not retracted
+    unfinished: list[str] = field(default_factory=list)  # runs whose prune a rerun completes
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "records": self.records,
+            "retracts": self.retracts,
+            "written_again": self.written_again,
+            "unfinished": self.unfinished,
+        }
+
+
+@dataclass
 class Verification:
     files: int = 0
     refused: int = 0  # files import would refuse
     problems: list[Problem] = field(default_factory=list)
+    retired: RetiredSegments = field(default_factory=RetiredSegments)
 
     @property
     def ok(self) -> bool:
@@ -64,6 +92,7 @@ class Verification:
             "files": self.files,
             "refused": self.refused,
             "problems": [problem.to_json() for problem in self.problems],
+            "retired": self.retired.to_json(),
         }
 
 
@@ -97,6 +126,24 @@ def verify_files(files: Mapping[str, bytes]) -> Verification:
         else:
             claims.absorb(index, Contribution.of(parsed.associations, parsed.aliases))
     return result
+
+
+def judge_retired(result: Verification, files: Mapping[str, bytes], retired: Retired) -> None:
+    """Add what `.extract-retired/` holds to `result`: its records counted as `import`
+    applies them, a record file it cannot read a problem."""
+    for name, why in retired.unreadable.items():
+        result.problems.append(
+            Problem(name, None, "retired records", f"{why} — import cannot apply them")
+        )
+    written = {key for data in files.values() for key in stream_sources(data)}
+    retracts = to_retract(retired.records, written, None)
+    everyone = to_retract(retired.records, (), None)
+    result.retired = RetiredSegments(
+        records=len(retired.records),
+        retracts=len(retracts),
+        written_again=len(everyone) - len(retracts),
+        unfinished=list(retired.unfinished),
+    )
 
 
 def _header_problems(
@@ -211,4 +258,16 @@ def render_text(result: Verification) -> str:
     lines = [problem.text() for problem in result.problems]
     verdict = "imports whole" if result.ok else f"{len(result.problems)} problem(s)"
     lines.append(f"verify: {result.files} source file(s), {verdict}")
+    retired = result.retired
+    if retired.records:
+        again = f", {retired.written_again} written again since" if retired.written_again else ""
+        lines.append(
+            f"verify: {retired.records} segment(s) retired by extract --prune "
+            f"({RETIRED}/): import retracts {retired.retracts} source(s){again}"
+        )
+    for run_id in retired.unfinished:
+        lines.append(
+            f"verify: the prune of extract run {run_id} was left unfinished — the next extract "
+            "over this --out completes it; until then import sees the segments as they were"
+        )
     return "\n".join(lines) + "\n"
