@@ -58,6 +58,9 @@ __all__ = [
 ]
 
 
+HEADER_BYTES = 1 << 16
+
+
 def plan_retirement(
     out: OutDir, entries: Mapping[str, dict[str, Any]], orphans: Iterable[str], run_id: str
 ) -> list[RetiredRecord]:
@@ -89,8 +92,8 @@ def _header(out: OutDir, output: str) -> Any:
     handle = out.open_bytes(output) if output else None
     if handle is None:
         return None
-    with handle:
-        first = handle.readline(1 << 20)
+    with handle:  # a header is a few KiB at most (names 1 KiB, a description 4 KiB)
+        first = handle.read(HEADER_BYTES).split(b"\n", 1)[0]
     try:
         return parse_source_file(first, name=output, strict=False).header
     except SourceFileError:
