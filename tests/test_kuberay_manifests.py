@@ -10,6 +10,7 @@ rules (x-kubernetes-validations) are the API server's alone and are not evaluate
 from __future__ import annotations
 
 import copy
+import importlib.util
 import re
 import shlex
 from collections.abc import Iterator
@@ -272,7 +273,19 @@ def test_the_rayjobs_cluster_has_the_rayclusters_shape() -> None:
 def test_the_nightly_raycronjob_runs_the_rayjob_spec_once_a_day() -> None:
     cron = load(CLUSTER / "kuberay-raycronjob.yaml")
     assert cron["kind"] == "RayCronJob"
-    assert cron["spec"]["jobTemplate"] == rayjob()["spec"]
+    spec = rayjob()["spec"]
+    template = cron["spec"]["jobTemplate"]
+    assert {**template, "entrypoint": spec["entrypoint"]} == spec
+    # The night's job: the RayJob's extract with --prune, then import into a server (ADR 0077).
+    words = shlex.split(template["entrypoint"])
+    assert words[:2] == ["python", "jobs/nightly.py"]
+    spec_ = importlib.util.spec_from_file_location("jobs_nightly", REPO / "jobs" / "nightly.py")
+    assert spec_ is not None and spec_.loader is not None
+    nightly = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(nightly)
+    extract, target = nightly.split(words[2:])
+    assert extract == ["--prune", *entrypoint_args(spec)]
+    assert target[0] == "--url"
     minute, hour, *every = cron["spec"]["schedule"].split()
     assert minute.isdigit() and hour.isdigit() and every == ["*", "*", "*"]
     assert DNS_1035.match(cron["metadata"]["name"])
