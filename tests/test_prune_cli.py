@@ -156,8 +156,14 @@ def test_a_sigkill_mid_prune_on_s3_leaves_a_folder_verify_passes_and_a_rerun_com
     args = ["--context", CONTEXT, "--out", out]
     assert cli.extract(*args, str(docs), env=env).returncode == 0
     (docs / "gamma.md").unlink()
+    # A rename: the same bytes under a new path, extracted afresh (one completion: the
+    # conversation names the path, ADR 0077), the old path retired.
+    (docs / "alpha.md").rename(docs / "omega.md")
+    cli.simulator.reset()
 
-    killed_prune(cli, env, *args, "--prune", str(docs))
+    killed = killed_prune(cli, env, *args, "--prune", str(docs))
+    renamed = f"{docs}/omega.md: the same bytes as {docs}/alpha.md, which the inputs no longer"
+    assert renamed in killed.stderr
     lapsed = time.monotonic() + 3  # the dead driver's lease, renewed last at its death
     left = read_retired(OutDir(out))
     assert left.records == [] and len(left.unfinished) == 1
@@ -168,8 +174,12 @@ def test_a_sigkill_mid_prune_on_s3_leaves_a_folder_verify_passes_and_a_rerun_com
 
     rerun = cli.extract(*args, "--prune", str(docs), env=env)
     assert rerun.returncode == 0, rerun.stderr
-    assert f"completed the prune run {left.unfinished[0]} left unfinished" in rerun.stderr
-    assert_retired(out, str(docs / "gamma.md"))
+    assert "extract: 0 written, 1 unchanged, 0 failed of 1 segment(s)" in rerun.stdout
+    assert f"completed the prune run {left.unfinished[0]} left unfinished: 2 segment(s)" in (
+        rerun.stderr
+    )
+    assert cli.simulator.stats()["requests"] == 1  # the renamed segment's one chunk
+    assert_retired(out, str(docs / "gamma.md"), str(docs / "alpha.md"))
 
 
 def killed_prune(cli: Cli, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -181,13 +191,16 @@ def killed_prune(cli: Cli, env: dict[str, str], *args: str) -> subprocess.Comple
     return killed
 
 
-def assert_retired(out: str, gone: str) -> None:
+def assert_retired(out: str, *gone: str) -> None:
     store = OutDir(out)
-    assert not store.exists(output_name(gone))
-    assert gone not in json.loads(store.read(MANIFEST) or b"")["documents"]
-    [record] = read_retired(store).records
-    assert record.source == gone and not read_retired(store).unfinished
-    assert store.exists(f"{RETIRED}/{record.run_id}/{output_name(gone)}")
+    retired = read_retired(store)
+    assert sorted(record.source for record in retired.records) == sorted(gone)
+    assert not retired.unfinished
+    manifest = json.loads(store.read(MANIFEST) or b"")["documents"]
+    for record in retired.records:
+        assert not store.exists(output_name(record.source))
+        assert record.source not in manifest
+        assert store.exists(f"{RETIRED}/{record.run_id}/{output_name(record.source)}")
 
 
 def assert_integrity(store: Path) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from taguru_ray.engine.same_bytes import RunDigests, SameBytes, same_bytes_line
+from taguru_ray.engine.same_bytes import RunDigests, SameBytes, renamed_line, same_bytes_line
 from taguru_ray.store.manifest_digests import ManifestDigests
 from taguru_ray.store.manifest_rows import PackedEntries
 from tests.support import CONTEXT, REPO, Cli
@@ -51,6 +51,22 @@ def test_bytes_another_path_wrote_into_the_manifest_are_named() -> None:
     said = decide(["a.md"], [A], {A: [("/home/me/a.md", "/home/me/a.md")]})
     assert said == [same_bytes_line("a.md", "/home/me/a.md", False, A)]
     assert "already extracted into this --out" in said[0]
+
+
+def test_bytes_a_path_the_inputs_no_longer_hold_wrote_are_a_rename() -> None:
+    # ADR 0077: the manifest's holder is an orphan of the run — the file was renamed.
+    said: list[str] = []
+    same = SameBytes(
+        lambda i: ("docs/new.md", "docs/new.md"),
+        lambda d: [("docs/old.md", "docs/old.md")],
+        said.append,
+        renamed=lambda path: path == "docs/old.md",
+        prune=True,
+    )
+    same.check(0, A)
+    assert said == [renamed_line("docs/new.md", "docs/old.md", A, prune=True)]
+    assert "renamed segment is extracted afresh" in said[0] and "(--prune)" in said[0]
+    assert "--prune retires the old one" in renamed_line("n.md", "o.md", A, prune=False)
 
 
 def test_the_segments_own_entry_is_not_a_pair() -> None:
