@@ -7,7 +7,7 @@
 Every argument but ``--import-url URL`` / ``--import-store DIR`` (and ``--import-context
 NAME`` with a store) is ``taguru-ray extract``'s, passed through unchanged, with
 ``--prune`` added when it is not there: segments the corpus no longer holds are retired
-(ADR 0077). Then ``taguru-ray import OUT`` loads the written source files into the
+(ADR 0083). Then ``taguru-ray import OUT`` loads the written source files into the
 context and retracts the retired ones — a Taguru server (``--import-url``, bearer
 ``TAGURU_API_TOKEN``) or an embedded store (``--import-store``).
 

@@ -276,7 +276,7 @@ def test_the_nightly_raycronjob_runs_the_rayjob_spec_once_a_day() -> None:
     spec = rayjob()["spec"]
     template = cron["spec"]["jobTemplate"]
     assert {**template, "entrypoint": spec["entrypoint"]} == spec
-    # The night's job: the RayJob's extract with --prune, then import into a server (ADR 0077).
+    # The night's job: the RayJob's extract with --prune, then import into a server (ADR 0083).
     words = shlex.split(template["entrypoint"])
     assert words[:2] == ["python", "jobs/nightly.py"]
     spec_ = importlib.util.spec_from_file_location("jobs_nightly", REPO / "jobs" / "nightly.py")

@@ -1,4 +1,4 @@
-"""A corpus that changes every night, through the real CLI (issue 52, ADR 0077): a deleted
+"""A corpus that changes every night, through the real CLI (issue 52, ADR 0083): a deleted
 segment is named by the next run, retired by `extract --prune`, and retracted from the
 context by the next `import` — once; a SIGKILL mid-prune, on a local folder and on S3,
 leaves a folder `verify` passes and a rerun completes."""
@@ -157,7 +157,7 @@ def test_a_sigkill_mid_prune_on_s3_leaves_a_folder_verify_passes_and_a_rerun_com
     assert cli.extract(*args, str(docs), env=env).returncode == 0
     (docs / "gamma.md").unlink()
     # A rename: the same bytes under a new path, extracted afresh (one completion: the
-    # conversation names the path, ADR 0077), the old path retired.
+    # conversation names the path, ADR 0083), the old path retired.
     (docs / "alpha.md").rename(docs / "omega.md")
     cli.simulator.reset()
 

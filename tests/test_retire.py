@@ -1,4 +1,4 @@
-"""`extract --prune`'s writes on the store (ADR 0077): plan, moves, the manifest without the
+"""`extract --prune`'s writes on the store (ADR 0083): plan, moves, the manifest without the
 retired entries, records — and a kill at every one of those writes, on a local folder and
 on S3 (moto's server), leaves a folder `verify` passes, that `import` reads as the old
 state or the new, and that the next run completes."""

@@ -54,7 +54,7 @@ def test_bytes_another_path_wrote_into_the_manifest_are_named() -> None:
 
 
 def test_bytes_a_path_the_inputs_no_longer_hold_wrote_are_a_rename() -> None:
-    # ADR 0077: the manifest's holder is an orphan of the run — the file was renamed.
+    # ADR 0083: the manifest's holder is an orphan of the run — the file was renamed.
     said: list[str] = []
     same = SameBytes(
         lambda i: ("docs/new.md", "docs/new.md"),

@@ -20,7 +20,7 @@ the next import embeds what is missing.
 A folder that is an extract ``--out`` may hold the segments ``extract --prune``
 retired (``.extract-retired/``): each is retracted from its context first,
 once — unless a file of this import writes it again (`cli/import_retract.py`,
-ADR 0077).
+ADR 0083).
 
 stdout: one line per file imported (and per source retracted); stderr: one line per file refused,
 ``<file>: line <n>: <path>: <why>`` (a control character in a name or an id is

@@ -1,5 +1,5 @@
 """`import`'s retractions: the segments `extract --prune` retired, withdrawn from the context
-(ADR 0077).
+(ADR 0083).
 
 An extract --out that `import` reads as a folder may hold ``.extract-retired/``:
 the records of every finished prune (`store/retire.py`). Each retired source is

@@ -43,7 +43,7 @@ LOCK = ".extract.lock"
 CHECKPOINTS = ".extract-checkpoints"
 TRACE = ".extract-trace"
 DOCUMENTS = ".extract-documents"  # converted documents' text, by converter and digest
-RETIRED = ".extract-retired"  # segments --prune retired, and their records (ADR 0077)
+RETIRED = ".extract-retired"  # segments --prune retired, and their records (ADR 0083)
 
 
 def flatten(source: str) -> str:

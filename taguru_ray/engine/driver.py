@@ -39,11 +39,11 @@ from taguru_ray.pipeline.steering import steering_for
 from taguru_ray.settings import Settings, checkpoint_fingerprint
 from taguru_ray.store.checkpoints import count_reusable
 from taguru_ray.store.corpus import Corpus
-from taguru_ray.store.coverage import Coverage, orphans_line
 from taguru_ray.store.footprint import Footprint
 from taguru_ray.store.inputs import corpus_of, read_source
 from taguru_ray.store.lock import lock_for
 from taguru_ray.store.manifest import Manifest
+from taguru_ray.store.orphans import Coverage, orphans_line
 from taguru_ray.store.outdir import LinkRefused, OutDir
 from taguru_ray.store.retire import pending
 
@@ -71,7 +71,7 @@ def dry_run(settings: Settings, console: Console) -> int:
             f"{MESSAGE_PREFIX}the prune of run {unfinished.run_id} was left unfinished "
             f"({len(unfinished.records)} segment(s)): the next run completes it"
         )
-    orphans = corpus.orphans(path for path, _ in manifest.entries.sorted_rows())
+    orphans = corpus.orphans(lambda: (path for path, _ in manifest.entries.sorted_rows()))
     if orphans:
         console.err(f"{MESSAGE_PREFIX}{orphans_line(orphans, prune=False)}")
     existing = out.presence()
@@ -359,7 +359,7 @@ def execute(
     sources = list(staged) if staged is not None else corpus_of(settings.source)
     for line in getattr(sources, "notes", ()):  # what the corpus holds that is not read
         console.err(f"{MESSAGE_PREFIX}{line}")
-    # The inputs' corpus, whose orphans the run names (ADR 0077): none for staged segments.
+    # The inputs' corpus, whose orphans the run names (ADR 0083): none for staged segments.
     corpus = Coverage.of(sources) if isinstance(sources, Corpus) else None
     footprint = Footprint(out)  # what a run refused before its first request takes back
     try:

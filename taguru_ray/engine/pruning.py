@@ -1,11 +1,11 @@
 """The run's orphans: named once the manifest is in, retired at the commit under --prune
-(ADR 0077).
+(ADR 0083).
 
 - Before anything is read, under the lock, a prune a killed run left unfinished
   is completed (`complete_pending`, `store/retire.py`): its plan was committed.
 - Once the manifest is loaded (on the reader thread that loaded it), the
   manifest's paths the run's inputs cover but no longer hold
-  (`store/corpus.py`) are found, and one line says how many, the first few, and
+  (`store/orphans.py`) are found, and one line says how many, the first few, and
   what `--prune` does about them.
 - At the run's commit (`commit`, in place of the plain compaction), under
   `--prune` and unless the run was stopped, they are retired: plan, moves, the
@@ -23,8 +23,8 @@ from taguru_ray.contract.names import RETIRED, join
 from taguru_ray.contract.records.retired import records_name, retract_name
 from taguru_ray.errors import MESSAGE_PREFIX, StartupError
 from taguru_ray.settings import Settings
-from taguru_ray.store.coverage import Coverage, orphans_line
 from taguru_ray.store.manifest import Manifest
+from taguru_ray.store.orphans import Coverage, orphans_line
 from taguru_ray.store.outdir import OutDir
 from taguru_ray.store.retire import Retirement, complete_pending, plan_retirement
 
@@ -83,7 +83,7 @@ class Pruning:
         """The manifest's orphans, said in one line when there are any."""
         if self._corpus is None:
             return []
-        orphans = self._corpus.orphans(path for path, _ in manifest.entries.sorted_rows())
+        orphans = self._corpus.orphans(lambda: (path for path, _ in manifest.entries.sorted_rows()))
         if orphans:
             self._say(f"{MESSAGE_PREFIX}{orphans_line(orphans, self.prune)}")
         return orphans

@@ -7,7 +7,7 @@ Each concern of the driver is a part with its own state and module:
 - `skipping.py` — which segments are skipped unchanged or refused, and how;
 - `same_bytes.py` — the warning for one file extracted under two source ids;
 - `pruning.py` — the manifest's segments the inputs no longer hold: named once
-  the manifest is in, retired at the commit under --prune (ADR 0077);
+  the manifest is in, retired at the commit under --prune (ADR 0083);
 - `dispatch.py` — the dispatch loop, the window's waits, the claims ledger's
   settled segments, and each segment's end as it comes back;
 - `workers.py` — the segment workers: start, placement, worker deaths and
@@ -70,9 +70,9 @@ from taguru_ray.pipeline.run_inputs import RunInputs
 from taguru_ray.pipeline.steer import Contribution
 from taguru_ray.pricing.tariff import Tariff
 from taguru_ray.settings import Settings
-from taguru_ray.store.coverage import Coverage
 from taguru_ray.store.inputs import read_source
 from taguru_ray.store.lease import LeaseLock
+from taguru_ray.store.orphans import Coverage
 from taguru_ray.store.outdir import Fenced, OutDir
 
 __all__ = ["ExtractRun", "SegmentRow", "gateway_record"]

@@ -77,7 +77,7 @@ class RunDigests:
 
 def renamed_line(source: str, other: str, sha256: str, prune: bool) -> str:
     """The note for `source`, whose bytes the manifest holds under `other`, a path the
-    inputs no longer hold (ADR 0077): a rename, paid for afresh under the new path."""
+    inputs no longer hold (ADR 0083): a rename, paid for afresh under the new path."""
     retires = "this run retires the old one (--prune)" if prune else "--prune retires the old one"
     return (
         f"{MESSAGE_PREFIX}{source}: the same bytes as {other}, which the inputs no longer hold "
@@ -117,7 +117,7 @@ class SameBytes:
     ) -> None:
         """`holder_of(index)`: segment `index`'s path and written id; `manifest_holders`:
         the manifest's entries with a digest (`Manifest.digest_index().holders`);
-        `renamed(path)`: whether a manifest path is an orphan of the run (ADR 0077) — its
+        `renamed(path)`: whether a manifest path is an orphan of the run (ADR 0083) — its
         pair is a rename, said as one; `prune`: the run retires orphans."""
         self._holder_of = holder_of
         self._manifest_holders = manifest_holders

@@ -135,7 +135,7 @@ class Corpus(Sequence[str]):
         self._count = 0
         self.arguments = 0
         self.notes: list[str] = []
-        # Each argument as `store/coverage.py` judges it: (a file's path, False) or (a
+        # Each argument as `store/orphans.py` judges it: (a file's path, False) or (a
         # folder as typed with a ``/`` after it, True).
         self.covering: list[tuple[str, bool]] = []
 

@@ -1,7 +1,7 @@
 """Retiring segments from --out: `extract --prune`'s writes, in an order a kill cannot tear
-(ADR 0077).
+(ADR 0083).
 
-A run retires its orphans (`store/corpus.py`) as part of its commit, in four steps:
+A run retires its orphans (`store/orphans.py`) as part of its commit, in four steps:
 
 1. **plan** — ``.extract-retired/<run_id>.plan.jsonl``, one `RetiredRecord` per
    segment, written whole (a local temp file and a rename; one PUT on an
@@ -227,7 +227,7 @@ def to_retract(
 ) -> list[tuple[str, RetiredRecord]]:
     """What `import` retracts: (the local context's name, record) once per source, the
     latest record of it, and none whose (context, id) a file being imported writes — a
-    segment retired, then written again since, is current (ADR 0077). `context`: the
+    segment retired, then written again since, is current (ADR 0083). `context`: the
     import's --context, which names every file's context and so every record's."""
     latest: dict[tuple[str, str], RetiredRecord] = {}
     for record in records:

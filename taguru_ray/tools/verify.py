@@ -17,7 +17,7 @@ A refused file is named and left out of what later files are judged against,
 as if removed; every problem is reported, not only the first.
 
 An --out also holds what `extract --prune` retired (``.extract-retired/``, ADR
-0077): `judge_retired` reads its records as `import` does — a record file or
+0083): `judge_retired` reads its records as `import` does — a record file or
 line import cannot read is a problem (its retractions would be lost); a prune
 a killed run left unfinished is no problem (the next extract completes it, and
 until then import sees the old state), only said.

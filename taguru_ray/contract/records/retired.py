@@ -1,4 +1,4 @@
-"""The record of one segment `extract --prune` retired (ADR 0077).
+"""The record of one segment `extract --prune` retired (ADR 0083).
 
 A run that retires segments writes one line per segment to
 ``.extract-retired/<run_id>.jsonl`` once the prune is done: the source it was
