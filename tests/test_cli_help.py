@@ -39,8 +39,9 @@ ARGPARSE = {
 HAND_ROLLED = ("benchmark_compare", "benchmark_search", "completion", "sessions_extract")
 # Modules that parse no flags of their own: the shared helpers and a sub-verb dispatcher.
 # boundary: the net under every verb; sessions_use: its parsers are in sessions.PARSERS;
-# sessions_memory: the cards and briefs step of sessions extract.
-NO_PARSER = ("args", "benchmark", "boundary", "sessions_use", "sessions_memory")
+# sessions_memory: the cards and briefs step of sessions extract; import_retract: the
+# retractions step of import (ADR 0083).
+NO_PARSER = ("args", "benchmark", "boundary", "sessions_use", "sessions_memory", "import_retract")
 
 
 def cli_modules() -> set[str]:
