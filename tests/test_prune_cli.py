@@ -111,7 +111,7 @@ def test_a_deleted_segment_is_named_retired_and_retracted_once(cli: Cli, tmp_pat
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "was left unfinished" in checked.stdout
     unchanged = run("import", str(out), "--store", str(store))  # the old state: no retraction
-    assert unchanged.returncode == 0 and "retract" not in unchanged.stdout
+    assert unchanged.returncode == 0 and "retracted source" not in unchanged.stdout
     assert "left unfinished" in unchanged.stderr
     assert search(store, "Quetzalcoatl") == [gone]  # the context as it was
 
@@ -131,7 +131,7 @@ def test_a_deleted_segment_is_named_retired_and_retracted_once(cli: Cli, tmp_pat
         assert not any(word in path.read_text() for word in GONE_WORDS), path
     assert_retired(str(out), gone)
     assert "1 segment(s) retired by extract --prune" in verify(out).stdout
-    [line] = [line for line in nightly.stdout.splitlines() if "retract" in line]
+    [line] = [line for line in nightly.stdout.splitlines() if "retracted source" in line]
     assert f"retracted source '{gone}' from context '{CONTEXT}'" in line
     assert "passage removed" in line
     assert search(store, " ".join(GONE_WORDS)) == []
@@ -141,7 +141,7 @@ def test_a_deleted_segment_is_named_retired_and_retracted_once(cli: Cli, tmp_pat
     held = content_dump(store)
     again = run("import", str(out), "--store", str(store))
     assert again.returncode == 0, again.stderr
-    assert "retract" not in again.stdout  # retracted once: nothing more to do or say
+    assert "retracted source" not in again.stdout  # once: nothing more to do or say
     assert content_dump(store) == held
     assert_integrity(store)
 
