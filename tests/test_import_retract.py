@@ -4,28 +4,26 @@ never a source a file of the same import writes again."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
-import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
+from taguru_ray.cli import main
 from taguru_ray.context.store import SqliteStore
 from taguru_ray.contract.names import RETIRED, output_name
 from taguru_ray.serve.embedded import embedded_server
 from taguru_ray.store.outdir import OutDir
-from tests.support import REPO
 from tests.test_retire import GONE, RUN, prune, seed
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "taguru_ray", *args],
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+    """The console script in process (the real CLI runs in tests/test_prune_cli.py)."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(args))
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 def retractions(result: subprocess.CompletedProcess[str]) -> list[str]:
