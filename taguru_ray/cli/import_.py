@@ -22,8 +22,8 @@ retired (``.extract-retired/``): each is retracted from its context first,
 once — unless a file of this import writes it again (`cli/import_retract.py`,
 ADR 0083).
 
-stdout: one line per file imported (and per source retracted); stderr: one line per file refused,
-``<file>: line <n>: <path>: <why>`` (a control character in a name or an id is
+stdout: one line per file imported (and per source retracted); stderr: one line per
+file refused, ``<file>: line <n>: <path>: <why>`` (a control character in a name or an id is
 shown escaped, ``\\u{1b}``). Exit 0 all imported, 1 any refused or unreadable, 2
 usage.
 """
@@ -114,8 +114,8 @@ def main(argv: Sequence[str]) -> int:
             continue
         found = listed.files
         named = [(n, d) for n, d in found.items() if os.path.basename(n) not in NOT_SOURCE_FILES]
-        folder = len(found) > 1 or found.keys() != {path}
-        if folder:
+        records: list[RetiredRecord] = []
+        if len(found) > 1 or found.keys() != {path}:  # a folder
             named = [(f"{path.rstrip('/')}/{n}", d) for n, d in named]
             records, bad = retired_in(path, PREFIX)  # what extract --prune retired there
             retired.extend((path, record) for record in records)
@@ -124,7 +124,7 @@ def main(argv: Sequence[str]) -> int:
             shown = printable(f"{path.rstrip('/')}/{name}")
             print(f"{PREFIX}{shown}: cannot read it ({why})", file=sys.stderr)
             unreadable += 1
-        if not named and not listed.unreadable and not (folder and retired):
+        if not named and not listed.unreadable and not records:
             print(f"{PREFIX}{printable(path)}: no source file (*.jsonl) in it", file=sys.stderr)
         files.extend(named)
     # Retired segments are retracted first, but never one a file of this import writes again.

@@ -97,8 +97,12 @@ def pending_of(
     keep: list[tuple[str, RetiredRecord]],
 ) -> Pending:
     """`keep` (what `to_retract` chose) with each record's folder, from `found`."""
-    folders = {id(record): folder for folder, record in found}
-    return [(folders[id(record)], context, record) for context, record in keep]
+    folders = {_key(record): folder for folder, record in found}
+    return [(folders[_key(record)], context, record) for context, record in keep]
+
+
+def _key(record: RetiredRecord) -> tuple[str, str, str]:
+    return record.run_id, record.source, record.id
 
 
 def _said(
