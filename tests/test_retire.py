@@ -22,6 +22,7 @@ from taguru_ray.contract.names import (
 )
 from taguru_ray.contract.records.retired import RetiredRecord
 from taguru_ray.contract.source_file import Header, Passage, SourceFile, render_source_file
+from taguru_ray.pipeline.parts import part_id, part_name
 from taguru_ray.store.manifest import ENTRY_DEFAULTS, Manifest
 from taguru_ray.store.outdir import OutDir
 from taguru_ray.store.retire import (
@@ -30,6 +31,7 @@ from taguru_ray.store.retire import (
     pending,
     plan_retirement,
     read_retired,
+    segments,
     to_retract,
 )
 from taguru_ray.tools.records import source_files
@@ -237,3 +239,33 @@ def test_the_sources_a_stream_writes_are_read_from_its_headers() -> None:
     assert stream_sources(a + b) == [("sake", "a.md"), (CONTEXT, "b.md")]
     assert stream_sources(a, "ctx") == [("ctx", "a.md")]
     assert stream_sources(b"not json\n{}\n") == []
+
+
+def test_a_document_written_in_parts_retires_and_retracts_whole(tmp_path: Any) -> None:
+    # A document over the passage cap is one segment written as parts (ADR 0078): the
+    # first file keeps the segment's name, the others are named from <source>/part-NNN;
+    # each is a source of its own in the context.
+    url, document = str(tmp_path / "out"), "docs/big.pdf"
+    seed(url)
+    out = OutDir(url)
+    names = [output_name(document)] + [part_name(document, number) for number in (2, 3)]
+    for number, name in enumerate(names, start=1):
+        header = Header(id=part_id(document, number), context_id=CONTEXT, name="sake")
+        out.write(name, render_source_file(SourceFile(header, Passage(f"part {number}"))))
+    out.write(f"{TRACE}/{names[0]}", b'{"type":"segment"}\n')
+    manifest = Manifest(out, {})
+    manifest.record(document, {**entry(document), "output": names[0]})
+    manifest.compact()
+    manifest, _ = Manifest.load(out)
+    records = plan_retirement(out, manifest.entries, [document], RUN)
+    Retirement(out, RUN, records).apply(manifest)
+    assert [(r.source, r.id, r.output) for r in records] == [
+        (document, part_id(document, number), name) for number, name in enumerate(names, 1)
+    ]
+    assert segments(records) == 1
+    assert sorted(source_files(url)) == sorted(map(output_name, SOURCES))  # none of it left
+    for name in [*names, f"{TRACE}/{names[0]}"]:
+        assert out.exists(f"{RETIRED}/{RUN}/{name}")
+    chosen = to_retract(read_retired(out).records, (), None)
+    assert [r.id for _, r in chosen] == [part_id(document, number) for number in (1, 2, 3)]
+    assert_verify_passes(url)

@@ -45,7 +45,7 @@ from taguru_ray.store.lock import lock_for
 from taguru_ray.store.manifest import Manifest
 from taguru_ray.store.orphans import Coverage, orphans_line
 from taguru_ray.store.outdir import LinkRefused, OutDir
-from taguru_ray.store.retire import pending
+from taguru_ray.store.retire import pending, segments
 
 __all__ = ["Console", "dry_run", "extract", "start_ray"]
 
@@ -69,7 +69,7 @@ def dry_run(settings: Settings, console: Console) -> int:
     for unfinished in pending(out):
         console.err(
             f"{MESSAGE_PREFIX}the prune of run {unfinished.run_id} was left unfinished "
-            f"({len(unfinished.records)} segment(s)): the next run completes it"
+            f"({segments(unfinished.records)} segment(s)): the next run completes it"
         )
     orphans = corpus.orphans(lambda: (path for path, _ in manifest.entries.sorted_rows()))
     if orphans:

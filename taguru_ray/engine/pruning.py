@@ -26,7 +26,7 @@ from taguru_ray.settings import Settings
 from taguru_ray.store.manifest import Manifest
 from taguru_ray.store.orphans import Coverage, orphans_line
 from taguru_ray.store.outdir import OutDir
-from taguru_ray.store.retire import Retirement, complete_pending, plan_retirement
+from taguru_ray.store.retire import Retirement, complete_pending, plan_retirement, segments
 
 
 class Pruning:
@@ -60,7 +60,7 @@ class Pruning:
         for retirement in done:
             self._say(
                 f"{MESSAGE_PREFIX}completed the prune run {retirement.run_id} left unfinished: "
-                f"{len(retirement.records)} segment(s) retired (records: "
+                f"{segments(retirement.records)} segment(s) retired (records: "
                 f"{join(self._where, f'{RETIRED}/{records_name(retirement.run_id)}')})"
             )
 
@@ -114,11 +114,11 @@ class Pruning:
             return
         records = plan_retirement(self._out, manifest.entries, orphans, self._run_id)
         Retirement(self._out, self._run_id, records).apply(manifest)
-        self.retired = len(records)
+        self.retired = segments(records)
         records_at = join(self._where, f"{RETIRED}/{records_name(self._run_id)}")
         stream = join(self._where, f"{RETIRED}/{retract_name(self._run_id)}")
         self._say(
-            f"{MESSAGE_PREFIX}retired {len(records)} segment(s) no longer among the inputs: "
+            f"{MESSAGE_PREFIX}retired {self.retired} segment(s) no longer among the inputs: "
             f"their files are in {join(self._where, f'{RETIRED}/{self._run_id}/')}, the "
             f"records in {records_at} — the next `taguru-ray import` retracts them (Taguru's "
             f"own import: `taguru import {stream}`)"

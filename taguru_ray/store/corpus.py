@@ -25,6 +25,7 @@ from typing import overload
 
 from taguru_ray.documents.kinds import kind_of
 from taguru_ray.pipeline.read import SegmentRefused
+from taguru_ray.store.cover import Cover
 from taguru_ray.store.front_coded import FrontCoded
 from taguru_ray.store.regular import read_regular
 from taguru_ray.store.shapes import DOCUMENT, TEXT, Locator, Part, Shape, shape_of
@@ -135,9 +136,8 @@ class Corpus(Sequence[str]):
         self._count = 0
         self.arguments = 0
         self.notes: list[str] = []
-        # Each argument as `store/orphans.py` judges it: (a file's path, False) or (a
-        # folder as typed with a ``/`` after it, True).
-        self.covering: list[tuple[str, bool]] = []
+        # What each argument covers, read or not (`store/cover.py`): what --prune judges.
+        self.covering: list[Cover] = []
 
     def add(self, part: Part) -> None:
         if not len(part):
@@ -232,8 +232,9 @@ class Corpus(Sequence[str]):
 
     def __iter__(self) -> Iterator[str]:
         for part in self._parts:
-            if isinstance(part, FolderPart):
-                yield from part.sources()
+            listed = getattr(part, "sources", None)  # a folder's names, a shard's ids, in bulk
+            if listed is not None:
+                yield from listed()
             else:
                 yield from (part.source(offset) for offset in range(len(part)))
 

@@ -54,6 +54,8 @@ from taguru_ray.store.shard_formats import (
 
 __all__ = ["Columns", "ShardRows", "shard_part"]
 
+SOURCES_SLICE = 65_536  # ids made Python strings at a time by `ShardRows.sources`
+
 
 class Listing:
     """What listing a JSONL or CSV shard found: a row count, the ids, the rows it refused,
@@ -91,8 +93,19 @@ class ShardRows:
 
     serial = True
 
-    def __init__(self, path: str, columns: Columns, count: int, ids: Any, refused: dict[int, str]):
+    def __init__(
+        self,
+        path: str,
+        columns: Columns,
+        count: int,
+        ids: Any,
+        refused: dict[int, str],
+        whole: bool = True,
+    ) -> None:
         self.path = path
+        # False: its bytes stopped parsing part-way, so rows past there were not listed —
+        # `--prune` judges none of its rows gone (`store/cover.py`).
+        self.whole = whole
         self._columns = columns
         self._count = count
         self._ids = ids  # an Arrow array of strings (nulls: no id), or None: positions
@@ -114,6 +127,17 @@ class ShardRows:
     def source(self, offset: int) -> str:
         row_id = self.row_id(offset)
         return row_source(self.path, row_id if row_id is not None else f"(row {offset})")
+
+    def sources(self) -> Iterator[str]:
+        """Every row's source in order, its ids read from Arrow a slice at a time (a
+        scalar a row costs several times more: the orphan check walks them all)."""
+        if self._ids is None:
+            yield from (row_source(self.path, str(offset)) for offset in range(self._count))
+            return
+        for start in range(0, self._count, SOURCES_SLICE):
+            ids = self._ids.slice(start, SOURCES_SLICE).to_pylist()
+            for offset, row_id in enumerate(ids, start):
+                yield row_source(self.path, row_id if row_id else f"(row {offset})")
 
     def shape(self, offset: int) -> Shape:
         return DATASET
@@ -191,9 +215,10 @@ def shard_part(path: str, columns: Columns) -> Part:
         if format_of(path) == "parquet":
             count, ids = parquet_ids(path, columns)
             refused: dict[int, str] = {}
+            cut = None
         else:
             listing = _list_rows(path, columns)
-            count, ids, refused = listing.count, None, listing.problems
+            count, ids, refused, cut = listing.count, None, listing.problems, listing.cut
             if listing.cut is not None:
                 refused[count] = (
                     f"the shard cannot be read from here ({listing.cut}) — the rows after it "
@@ -212,7 +237,7 @@ def shard_part(path: str, columns: Columns) -> Part:
     if ids is not None:
         for offset, problem in _id_problems(ids, columns.id or "").items():
             refused.setdefault(offset, problem)
-    return ShardRows(path, columns, count, ids, refused)
+    return ShardRows(path, columns, count, ids, refused, whole=cut is None)
 
 
 def _id_problems(ids: Any, column: str) -> dict[int, str]:

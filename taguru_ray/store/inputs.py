@@ -37,9 +37,10 @@ from taguru_ray.contract.names import DATASET_SUFFIXES, SEGMENT_SUFFIXES
 from taguru_ray.contract.settings.groups import Source
 from taguru_ray.errors import UsageError
 from taguru_ray.store.corpus import Broken, Corpus, FolderPart
-from taguru_ray.store.datasets import Columns, shard_part
+from taguru_ray.store.cover import Cover
+from taguru_ray.store.datasets import Columns, ShardRows, shard_part
 from taguru_ray.store.regular import NotRegularFile, kind_of, read_regular
-from taguru_ray.store.shapes import TEXT, shape_of
+from taguru_ray.store.shapes import TEXT, Part, shape_of
 from taguru_ray.store.walk import ordered
 from taguru_ray.text.terminal import printable
 
@@ -206,6 +207,7 @@ def _expand_one(path: str, corpus: Corpus, recursive: bool, columns: Columns) ->
             os.stat(path)
         except PermissionError:  # a folder on its way hides it: not missing, unreadable —
             corpus.add_file(path)  # its read fails by name, and the rest are written
+            corpus.covering.append(Cover.file(path))
             return
         except OSError as error:
             if os.path.islink(path):  # ELOOP, or a link to nothing
@@ -218,7 +220,6 @@ def _expand_one(path: str, corpus: Corpus, recursive: bool, columns: Columns) ->
             raise
     fs, root = fsspec.core.url_to_fs(path)
     if fs.isdir(root):
-        corpus.covering.append((path if path.endswith("/") else path + "/", True))
         if recursive:
             _expand_tree(fs, root, path, corpus, columns)
         else:
@@ -230,12 +231,14 @@ def _expand_one(path: str, corpus: Corpus, recursive: bool, columns: Columns) ->
     if kind != "file":
         what = kind_of(os.stat(root).st_mode) if "://" not in path else str(kind)
         raise UsageError(f"{path}: {what}, not a regular file — name .md/.txt files or a folder")
-    corpus.covering.append((path, False))
     shape = shape_of(path)
     if shape is not None and shape.rows:
-        corpus.add(shard_part(path, columns))
+        part = shard_part(path, columns)
+        corpus.add(part)
+        corpus.covering.append(Cover.shard(path, known=_listed_whole(part)))
     else:
         corpus.add_file(path)
+        corpus.covering.append(Cover.file(path))
 
 
 def _expand_folder(fs: Any, root: str, path: str, corpus: Corpus, columns: Columns) -> None:
@@ -251,13 +254,20 @@ def _expand_folder(fs: Any, root: str, path: str, corpus: Corpus, columns: Colum
             ".pptx, .html) nor dataset shards "
             f"({', '.join(DATASET_SUFFIXES)}){held} — name files or another folder"
         )
+    unknown: list[str] = []  # shards whose rows could not all be listed
     if listing.segments:
         corpus.add(FolderPart(path, listing.segments))
         if listing.shards:
             corpus.notes.append(_shards_note(path, listing.shards))
     else:
         for name in listing.shards:
-            corpus.add(shard_part(_join(path, name), columns))
+            part = shard_part(_join(path, name), columns)
+            corpus.add(part)
+            if not _listed_whole(part):
+                unknown.append(_join(path, name))
+    corpus.covering.append(
+        Cover.listed(path, rows=not listing.segments, unknown=tuple(unknown))
+    )
     counted: list[tuple[str, int]] = []
     for name in listing.folders:
         sub = _join(path, _shown(name))  # a label for its line: it names no file written
@@ -301,15 +311,28 @@ def _expand_tree(fs: Any, root: str, path: str, corpus: Corpus, columns: Columns
             ".pptx, .html) nor dataset shards "
             f"({', '.join(DATASET_SUFFIXES)}) at any depth — name files or another folder"
         )
+    unknown = [part.path + "/" for part in broken]  # nothing under them is judged gone
     if len(files):
         corpus.add(files)
         if shards:
             corpus.notes.append(_shards_note(path, shards))
     else:
         for name in shards:
-            corpus.add(shard_part(_join(path, name), columns))
-    for part in broken:
-        corpus.add(part)
+            part = shard_part(_join(path, name), columns)
+            corpus.add(part)
+            if not _listed_whole(part):
+                unknown.append(_join(path, name))
+    for broken_part in broken:
+        corpus.add(broken_part)
+    corpus.covering.append(
+        Cover.listed(path, rows=not len(files), deep=True, unknown=tuple(unknown))
+    )
+
+
+def _listed_whole(part: Part) -> bool:
+    """Whether a shard's rows were all listed: not `Broken`, no bytes that stopped parsing
+    part-way. A shard that was not is judged for no row gone (`store/cover.py`)."""
+    return isinstance(part, ShardRows) and part.whole
 
 
 def _unlisted(why: str) -> str:

@@ -1,18 +1,19 @@
 """A run's corpus, and the manifest's segments it no longer holds (ADR 0083).
 
-The corpus of a run is what its positional inputs would read: a file
-argument covers that one path; a folder argument covers every path a folder
-contributes (`store/inputs.py`: the folder as typed, a ``/``, a name with a
-segment suffix and no ``/`` of its own). A manifest entry is an *orphan* of the
-run when the run's inputs cover its path and the path is not among the run's
-sources: deleted, renamed, or moved out of the folder. So a run over a subset
-(one file argument, the files a shell glob expanded to) never calls the rest of
-the manifest orphans — its arguments do not cover them — and nothing beyond the
-arguments and the manifest is needed: no record of earlier runs' inputs, and a
-manifest the reference wrote is judged the same way.
+The corpus of a run is what its positional inputs would read, argument by
+argument (`store/cover.py`): a file its path; a dataset shard its rows
+(``<shard>#<id>``, any id); a folder or prefix the files it lists, one level or
+a tree, and — read as a dataset — the rows of every shard it lists. A manifest
+entry is an *orphan* of the run when the run's inputs cover its source and the
+source is not among the run's: a file deleted, renamed or moved out of the
+folder; a row removed from its shard, or whose id changed; a shard deleted from
+a folder of shards. So a run over a subset (one file argument, the files or
+shards a shell glob expanded to) never calls the rest of the manifest orphans —
+its arguments do not cover them — and nothing beyond the arguments and the
+manifest is needed: no record of earlier runs' inputs, and a manifest the
+reference wrote is judged the same way.
 
-`Coverage.covers` and `Coverage.holds` are the one place that says which sources a
-run's inputs name; a new input shape (a dataset's rows) teaches them both.
+No row's text is read here: a shard's rows are its listed ids (`ShardRows.sources`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from taguru_ray.contract.names import SEGMENT_SUFFIXES
 from taguru_ray.store.corpus import Corpus
-from taguru_ray.store.outdir import HashedNames
+from taguru_ray.store.cover import Cover, shard_of
 from taguru_ray.text.terminal import printable
 
 SHOWN = 3  # orphans a line names before it counts the rest
@@ -32,13 +32,17 @@ SHOWN = 3  # orphans a line names before it counts the rest
 class Coverage:
     """What a run's inputs cover (`covers`) and hold (`holds`)."""
 
-    def __init__(self, arguments: Sequence[tuple[str, bool]], sources: Sequence[str]) -> None:
-        """`arguments`: each positional input, (a file's path, False) or (a folder as typed
-        with a ``/`` after it, True); `sources`: the paths they expanded to."""
-        self._files = {path for path, folder in arguments if not folder}
-        self._folders = tuple(path for path, folder in arguments if folder)
+    def __init__(self, covering: Iterable[Cover], sources: Sequence[str]) -> None:
+        """`covering`: what each positional input covers; `sources`: the sources they
+        expanded to."""
+        covering = list(covering)
+        # A file argument and a shard argument are looked up by their path; only folders
+        # are asked one by one.
+        self._files = {c.path for c in covering if not c.folder and c.files}
+        self._shards = {c.path for c in covering if not c.folder and c.rows}
+        self._folders = tuple(c for c in covering if c.folder)
         self._sources = sources
-        self._held: HashedNames | None = None  # built when first asked: 8 bytes a source
+        self._held: np.ndarray | None = None  # the sources' sorted hashes: 8 bytes each
 
     @classmethod
     def of(cls, corpus: Corpus) -> Coverage:
@@ -48,22 +52,26 @@ class Coverage:
         """Whether the run's inputs would read `source` if it were there."""
         if source in self._files:
             return True
-        for folder in self._folders:
-            if (
-                source.startswith(folder)
-                and "/" not in source[len(folder) :]
-                and source.endswith(SEGMENT_SUFFIXES)
-                and len(source) > len(folder)
-            ):
-                return True
-        return False
+        if self._shards and shard_of(source) in self._shards:
+            return True
+        return any(folder.covers(source) for folder in self._folders)
 
     def holds(self, source: str) -> bool:
         """Whether `source` is among the run's sources (64-bit hashes: a false "held" has
         odds of about 1 in 10^13 at a million sources, and costs one orphan unnamed)."""
+        held = self._hashes()
+        key = hash(source)
+        at = int(np.searchsorted(held, key))
+        return at < held.size and int(held[at]) == key
+
+    def _hashes(self) -> np.ndarray:
+        """The sources' hashes, sorted: one pass over them, made when first asked."""
         if self._held is None:
-            self._held = HashedNames(self._sources)
-        return source in self._held
+            count = len(self._sources)
+            held = np.fromiter(map(hash, self._sources), dtype=np.int64, count=count)
+            held.sort()
+            self._held = held
+        return self._held
 
     def orphans(self, paths: Callable[[], Iterable[str]]) -> list[str]:
         """The paths among `paths()` (the manifest's, in order) the inputs cover but do not
@@ -71,20 +79,16 @@ class Coverage:
 
         At a million entries the paths are never all held as strings (a hundred MB):
         a first pass hashes the covered ones into an array (8 bytes each) and finds the
-        hashes no source has (numpy, against the sources' sorted hashes; about 30 MB for
-        a moment at a million); only when there are some does a second pass pick those
-        paths out. 64-bit hashes: a false "held" has odds of about 1 in 10^13 at a
-        million, and costs one orphan unnamed. About 2.3 s of CPU at a million entries
-        on a loaded 2-core machine (a `HashedNames` lookup per path: 3.0 s), on a
-        reader thread; ADR 0042's skip of a million takes 76-113 s.
+        hashes no source has (numpy, against the sources' sorted hashes, 8 MB at a
+        million, kept for `holds`); only when there are some does a second pass pick
+        those paths out. 64-bit hashes: a false "held" has odds of about 1 in 10^13 at
+        a million, and costs one orphan unnamed. Measured in ADR 0083: 1.65 s of CPU
+        at a million files, on a reader thread; a shard's rows cost about as much.
         """
-        covered = np.fromiter(
-            (hash(path) for path in paths() if self.covers(path)), dtype=np.int64
-        )
+        covered = np.fromiter((hash(path) for path in paths() if self.covers(path)), np.int64)
         if not covered.size:
             return []
-        held = np.fromiter(map(hash, self._sources), dtype=np.int64, count=len(self._sources))
-        held.sort()
+        held = self._hashes()
         at = np.searchsorted(held, covered).clip(max=max(held.size - 1, 0))
         missing = covered if not held.size else covered[held[at] != covered]
         if not missing.size:

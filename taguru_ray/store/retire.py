@@ -44,6 +44,7 @@ from taguru_ray.contract.records.retired import (
     run_of,
 )
 from taguru_ray.contract.source_file import SourceFileError, parse_source_file
+from taguru_ray.pipeline.parts import part_id, part_name
 from taguru_ray.store.manifest import Manifest
 from taguru_ray.store.outdir import OutDir
 
@@ -54,6 +55,7 @@ __all__ = [
     "pending",
     "plan_retirement",
     "read_retired",
+    "segments",
     "to_retract",
 ]
 
@@ -72,19 +74,43 @@ def plan_retirement(
         entry = entries[source]
         output = str(entry.get("output", ""))
         header = _header(out, output)
-        records.append(
-            RetiredRecord(
-                run_id=run_id,
-                source=source,
-                id=header.id if header else (entry.get("source_id") or source),
-                context_id=header.context_id if header else str(entry.get("context", "")),
-                name=header.name if header else None,
-                sha256=str(entry["sha256"]),
-                output=output,
-                retired_at=now,
+        first = RetiredRecord(
+            run_id=run_id,
+            source=source,
+            id=header.id if header else (entry.get("source_id") or source),
+            context_id=header.context_id if header else str(entry.get("context", "")),
+            name=header.name if header else None,
+            sha256=str(entry["sha256"]),
+            output=output,
+            retired_at=now,
+        )
+        records.append(first)
+        if header is None or first.id.endswith(part_id("", 1)):
+            records += _later_parts(out, first)
+    return records
+
+
+def _later_parts(out: OutDir, first: RetiredRecord) -> list[RetiredRecord]:
+    """A document written in parts (`pipeline/parts.py`) retires whole: a record for each
+    part file after the first, each a source of its own in the context. Its first file's
+    id ends ``/part-001`` (when the file is gone, its parts are looked for all the same)."""
+    found = []
+    written_id = first.id.removesuffix(part_id("", 1))
+    number = 2
+    while out.exists(name := part_name(first.source, number)):
+        header = _header(out, name)
+        found.append(
+            first.model_copy(
+                update={
+                    "id": header.id if header else part_id(written_id, number),
+                    "context_id": header.context_id if header else first.context_id,
+                    "name": header.name if header else first.name,
+                    "output": name,
+                }
             )
         )
-    return records
+        number += 1
+    return found
 
 
 def _header(out: OutDir, output: str) -> Any:
@@ -147,7 +173,10 @@ class Retirement:
 
 
 def _files(record: RetiredRecord) -> list[str]:
-    """A segment's files in --out: its source file, trace, attempts log, checkpoint."""
+    """A segment's files in --out: its source file, trace, attempts log, checkpoint (a
+    document's later part: its file alone; the segment's others go with its first)."""
+    if _later_part(record):
+        return [record.output]
     trace = record.output
     return [
         record.output,
@@ -155,6 +184,19 @@ def _files(record: RetiredRecord) -> list[str]:
         f"{TRACE}/{attempts_name(record.source)}",
         f"{CHECKPOINTS}/{checkpoint_name(record.source)}",
     ]
+
+
+def _later_part(record: RetiredRecord) -> bool:
+    """Whether `record` is a document's part after the first (named ``<source>/part-NNN``)."""
+    number = record.id.rpartition("/part-")[2]
+    return number.isdigit() and int(number) > 1 and record.output == part_name(
+        record.source, int(number)
+    )
+
+
+def segments(records: Iterable[RetiredRecord]) -> int:
+    """How many segments `records` retired: a document in parts has a record a part."""
+    return len({(record.run_id, record.source) for record in records})
 
 
 def pending(out: OutDir) -> list[Retirement]:

@@ -37,7 +37,7 @@ from taguru_ray.contract.rust_text import quote_for_issue
 from taguru_ray.contract.source_file import Header, SourceFileError, parse_source_file
 from taguru_ray.pipeline.claims import ClaimLedger, rewires
 from taguru_ray.pipeline.steer import Contribution
-from taguru_ray.store.retire import Retired, to_retract
+from taguru_ray.store.retire import Retired, segments, to_retract
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class Problem:
 class RetiredSegments:
     """What `.extract-retired/` holds, as `import` reads it."""
 
-    records: int = 0  # retired segments (a record each)
+    records: int = 0  # retired segments (a document in parts once, though a record a part)
     retracts: int = 0  # sources the next import retracts from their context
     written_again: int = 0  # retired, then written again since: current, not retracted
     unfinished: list[str] = field(default_factory=list)  # runs whose prune a rerun completes
@@ -139,7 +139,7 @@ def judge_retired(result: Verification, files: Mapping[str, bytes], retired: Ret
     retracts = to_retract(retired.records, written, None)
     everyone = to_retract(retired.records, (), None)
     result.retired = RetiredSegments(
-        records=len(retired.records),
+        records=segments(retired.records),
         retracts=len(retracts),
         written_again=len(everyone) - len(retracts),
         unfinished=list(retired.unfinished),
