@@ -16,6 +16,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from taguru_ray.context.schema import FILE_NAME
@@ -26,6 +27,8 @@ from tests import s3 as server
 from tests.s3 import S3
 from tests.support import CONTEXT, REPO, Cli, verify
 from tests.test_context_kill import content_dump
+from tests.test_datasets import table
+from tests.test_import_retract import run as in_process
 
 pytestmark = pytest.mark.slow
 
@@ -144,6 +147,59 @@ def test_a_deleted_segment_is_named_retired_and_retracted_once(cli: Cli, tmp_pat
     assert "retracted source" not in again.stdout  # once: nothing more to do or say
     assert content_dump(store) == held
     assert_integrity(store)
+
+
+def shards(folder: Path, rows: dict[str, list[str]]) -> None:
+    """A Parquet dataset: a shard a key, its rows' ids; each row's text is TEXTS's."""
+    folder.mkdir(exist_ok=True)
+    for shard, ids in rows.items():
+        texts = [TEXTS[f"{row}.md"] for row in ids]
+        pq.write_table(table(id=ids, text=texts), folder / f"{shard}.parquet")
+
+
+def test_a_row_removed_from_a_dataset_is_named_retired_and_retracted(
+    cli: Cli, tmp_path: Path
+) -> None:
+    ds, out, store = tmp_path / "ds", tmp_path / "out", tmp_path / "ctx"
+    shards(ds, {"part-0": ["alpha", "gamma"], "part-1": ["beta"]})
+    gone = f"{ds}/part-0.parquet#gamma"
+    args = ["--context", CONTEXT, "--out", str(out), "--id-column", "id"]
+    first = cli.extract(*args, str(ds))
+    assert "extract: 3 written, 0 unchanged, 0 failed of 3 segment(s)" in first.stdout
+    imported = in_process("import", str(out), "--store", str(store))
+    assert imported.stdout.count(": imported source") == 3
+    assert search_in_process(store, "Quetzalcoatl") == [gone]
+
+    shards(ds, {"part-0": ["alpha"]})  # the row removed from its shard
+    plain = cli.extract(*args, str(ds))
+    assert "extract: 0 written, 2 unchanged, 0 failed of 2 segment(s)" in plain.stdout
+    assert f"1 segment(s) in the manifest are no longer among the inputs (deleted, renamed or " \
+        f"moved): {gone} — their source files" in plain.stderr  # fmt: skip
+    # A run over one shard covers its rows alone: the other shard's are not its corpus.
+    subset = cli.extract(*args, str(ds / "part-1.parquet"), "--dry-run")
+    assert subset.returncode == 0 and "no longer among" not in subset.stderr
+
+    pruned = cli.extract(*args, "--prune", str(ds))
+    assert pruned.returncode == 0, pruned.stderr
+    assert "retired 1 segment(s) no longer among the inputs" in pruned.stderr
+    assert_retired(str(out), gone)
+    retracted = in_process("import", str(out), "--store", str(store))
+    [line] = [line for line in retracted.stdout.splitlines() if "retracted source" in line]
+    assert f"retracted source '{gone}' from context '{CONTEXT}'" in line
+    assert search_in_process(store, " ".join(GONE_WORDS)) == []
+    assert search_in_process(store, "Marmalade Porcelain") == [
+        f"{ds}/part-0.parquet#alpha",
+        f"{ds}/part-1.parquet#beta",
+    ]
+    again = in_process("import", str(out), "--store", str(store))
+    assert again.returncode == 0 and "retracted source" not in again.stdout
+    assert_integrity(store)
+
+
+def search_in_process(store: Path, query: str) -> list[str]:
+    found = in_process("search", "--store", str(store), "--json", query)
+    assert found.returncode == 0, found.stderr
+    return sorted({hit["source"] for hit in json.loads(found.stdout)["hits"]})
 
 
 def test_a_sigkill_mid_prune_on_s3_leaves_a_folder_verify_passes_and_a_rerun_completes(

@@ -26,7 +26,7 @@ typed is the id: ``docs/a.md`` and ``./docs/a.md`` are two sources).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from taguru_ray.contract.names import ROW_MARK
 from taguru_ray.store.shapes import shape_of
@@ -39,6 +39,8 @@ _ROW = re.compile(r"\.(?:parquet|jsonl\.gz|jsonl|csv)" + ROW_MARK, re.DOTALL)
 
 def shard_of(source: str) -> str | None:
     """The shard a row source names; None for a file's path."""
+    if ROW_MARK not in source:  # most paths: no pattern searched
+        return None
     found = _ROW.search(source)
     return None if found is None else source[: found.end() - 1]
 
@@ -55,6 +57,8 @@ class Cover:
     rows: bool = False
     deep: bool = False
     unknown: tuple[str, ...] = ()
+    # A folder's verdict on each shard asked about: a million rows name a few shards.
+    _shards: dict[str, bool] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @classmethod
     def file(cls, path: str) -> Cover:
@@ -73,14 +77,27 @@ class Cover:
 
     def covers(self, source: str) -> bool:
         """Whether this argument would read `source` if it were there."""
-        if not self.folder:
-            if self.files:
-                return source == self.path
-            return self.rows and shard_of(source) == self.path
         shard = shard_of(source)
-        if shard is not None:
-            return self.rows and self._lists(shard, rows=True)
-        return self.files and self._lists(source, rows=False)
+        if shard is None:
+            return self.covers_file(source)
+        return self.covers_rows(shard) or (not self.folder and source == self.path)
+
+    def covers_file(self, path: str) -> bool:
+        """Whether this argument would read the file `path` (no row source)."""
+        if not self.folder:
+            return self.files and path == self.path
+        return self.files and self._lists(path, rows=False)
+
+    def covers_rows(self, shard: str) -> bool:
+        """Whether this argument would read every row of `shard` (a shard's path)."""
+        if not self.rows:
+            return False
+        if not self.folder:
+            return shard == self.path
+        verdict = self._shards.get(shard)
+        if verdict is None:
+            verdict = self._shards[shard] = self._lists(shard, rows=True)
+        return verdict
 
     def _lists(self, path: str, *, rows: bool) -> bool:
         """Whether the folder's listing would yield `path`, a shard (`rows`) or a file."""
@@ -94,7 +111,7 @@ class Cover:
         shape = shape_of(name)
         if shape is None or shape.rows != rows:
             return False
-        return not any(
+        return not self.unknown or not any(
             path.startswith(unknown) if unknown.endswith("/") else path == unknown
             for unknown in self.unknown
         )

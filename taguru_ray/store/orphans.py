@@ -52,9 +52,10 @@ class Coverage:
         """Whether the run's inputs would read `source` if it were there."""
         if source in self._files:
             return True
-        if self._shards and shard_of(source) in self._shards:
-            return True
-        return any(folder.covers(source) for folder in self._folders)
+        shard = shard_of(source)
+        if shard is None:
+            return any(folder.covers_file(source) for folder in self._folders)
+        return shard in self._shards or any(folder.covers_rows(shard) for folder in self._folders)
 
     def holds(self, source: str) -> bool:
         """Whether `source` is among the run's sources (64-bit hashes: a false "held" has
