@@ -13,8 +13,9 @@ costs over a hundred, ADR 0042), a shard's row ids are one Arrow array, and a
 path is made when asked for.
 
 `row_sources(shard)` — every row source of one dataset shard the corpus holds —
-is what a reader of the dataset's membership (``--prune``'s orphans) needs; it
-reads no row text.
+reads no row text. `covering` is what each argument covers, read or not
+(`store/cover.py`): what ``--prune`` judges the manifest against
+(`store/orphans.py`, ADR 0083).
 """
 
 from __future__ import annotations
