@@ -265,9 +265,7 @@ def _expand_folder(fs: Any, root: str, path: str, corpus: Corpus, columns: Colum
             corpus.add(part)
             if not _listed_whole(part):
                 unknown.append(_join(path, name))
-    corpus.covering.append(
-        Cover.listed(path, rows=not listing.segments, unknown=tuple(unknown))
-    )
+    corpus.covering.append(Cover.listed(path, rows=not listing.segments, unknown=tuple(unknown)))
     counted: list[tuple[str, int]] = []
     for name in listing.folders:
         sub = _join(path, _shown(name))  # a label for its line: it names no file written

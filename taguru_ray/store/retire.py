@@ -189,8 +189,10 @@ def _files(record: RetiredRecord) -> list[str]:
 def _later_part(record: RetiredRecord) -> bool:
     """Whether `record` is a document's part after the first (named ``<source>/part-NNN``)."""
     number = record.id.rpartition("/part-")[2]
-    return number.isdigit() and int(number) > 1 and record.output == part_name(
-        record.source, int(number)
+    return (
+        number.isdigit()
+        and int(number) > 1
+        and record.output == part_name(record.source, int(number))
     )
 
 
