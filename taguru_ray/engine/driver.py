@@ -22,6 +22,7 @@ from taguru_ray.contract.ray_variables import USE_TLS
 from taguru_ray.engine.batch_price import chain, rounds_line, run_tariff
 from taguru_ray.engine.cluster_paths import for_the_cluster, remote_head
 from taguru_ray.engine.documents import DryDocuments
+from taguru_ray.engine.local_ray import local_system_config
 from taguru_ray.engine.run import ExtractRun
 from taguru_ray.engine.run_inputs import load_run_inputs
 from taguru_ray.engine.same_bytes import SameBytes, manifest_holders
@@ -256,6 +257,7 @@ def _init(address: str | None) -> None:
                 logging_level=logging.ERROR,
                 log_to_driver=False,
                 include_dashboard=False if address is None else None,
+                **({} if address else {"_system_config": local_system_config(os.environ)}),
             )
             return
         except Exception as error:
