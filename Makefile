@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LINT := taguru_ray tests $(wildcard benchmarks/*.py) $(wildcard jobs/*.py)
 
-.PHONY: fuzz demo bench-demo bench-matrix bench-ab bench-context bench-sessions bench-vocabulary test test-serial lint venv clean
+.PHONY: fuzz demo bench-demo bench-matrix bench-ab bench-guard bench-saturation bench-context bench-sessions bench-vocabulary test test-serial lint venv clean
 
 # The venv is most of a fresh clone's first `make demo`. uv, when it is on PATH, built it
 # in 12 s (download cache empty); pip in 122 s and 242 s (cache off), the second as the
@@ -100,3 +100,15 @@ bench-vocabulary: $(STAMP)
 .PHONY: bench-batch
 bench-batch: $(STAMP)
 	$(BIN)/python -m benchmarks.batch_results $(BENCH_ARGS)
+
+# Issue 51: the working tree against the last commit `benchmarks/results/history.jsonl`
+# recorded (every `make bench` appends a line), alternated: each figure's change.
+bench-guard: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python -m benchmarks.guard $(BENCH_ARGS)
+
+# The saturation step alone (the bare client, opened up, default flags: about 2 minutes),
+# appended to the history like a bench. Its rates mean something on a quiet host only.
+bench-saturation: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[bench]'
+	$(BIN)/python -m benchmarks.saturation $(BENCH_ARGS)

@@ -47,7 +47,7 @@ from typing import Any
 import httpx
 
 import taguru_ray
-from benchmarks import sessions_memory
+from benchmarks import history, sessions_memory
 from benchmarks.corpus import write_corpus
 from benchmarks.documents import DOCLING_PAGES_PER_CORE, measure_documents
 from benchmarks.roles import marginal_by_role, steady_by_role
@@ -68,6 +68,8 @@ STATS_POLL_S = 0.05  # the timing resolution of every throughput number
 TREE_POLL_S = 0.2  # psutil walks /proc: cheap, but not free on 2 cores
 REAP_GRACE_S = 20.0  # Ray's processes outliving their driver get this long to exit
 PR_SET_CHILD_SUBREAPER = 36
+STARTUP_TRIES = 3
+RAY_DID_NOT_START = "a local Ray: Ray did not start"  # the driver's StartupError line
 
 
 # --------------------------------------------------------------------- parameters
@@ -681,8 +683,14 @@ def measure_loadgen(bench: Bench, corpus: Path) -> dict[str, Any]:
 def measure_extract(
     bench: Bench, corpus: Path, name: str, *flags: str, env: dict[str, str] | None = None
 ) -> dict[str, Any]:
-    """One extract run on `corpus`; completions/s from the simulator's window."""
-    run = bench.extract(corpus, bench.fresh_out(name), *flags, env=env)
+    """One extract run on `corpus`; completions/s from the simulator's window. A run whose
+    local Ray did not come up is tried again (STARTUP_TRIES in all): Ray gives its raylet a
+    fixed 30 s to register, which a 2-core host shared with other work can miss."""
+    for _ in range(STARTUP_TRIES):
+        run = bench.extract(corpus, bench.fresh_out(name), *flags, env=env)
+        if run.exit_code != 1 or not any(RAY_DID_NOT_START in line for line in run.stderr_tail):
+            break
+        bench.log(f"  {name}: Ray did not start in time; trying again")
     skipped = _skipped_if_refused(run)
     if skipped:
         return {"skipped": skipped, "flags": list(flags)}
@@ -1145,7 +1153,8 @@ def ratios(results: dict[str, Any]) -> dict[str, Any]:
     at_100k = next((row for row in skip.get("by_size", []) if row["segments"] == 100_000), {})
     table = {
         "throughput_vs_ideal": (_ratio(rate, sat["ideal_completions_per_s"]), 0.9, ">="),
-        "throughput_vs_loadgen": (_ratio(rate, sat["loadgen_best_completions_per_s"]), 0.8, ">="),
+        # Issue 51: opened up (--max-inflight C --segment-window 256), within 5 %.
+        "throughput_vs_loadgen": (_ratio(rate, sat["loadgen_best_completions_per_s"]), 0.95, ">="),
         # Issue 36: what a user's first run gives, no window or in-flight flag.
         "defaults_vs_loadgen": (
             _ratio(sat["defaults"].get("completions_per_s"), sat["loadgen_best_completions_per_s"]),
@@ -1377,6 +1386,7 @@ def run_bench(
         "machine": machine(),
         "parameters": asdict(params),
         "cpu_accounting": _cpu_accounting(subreaper, address),
+        "load_1min_at_start": history.load_1min(),
     }
     started = time.perf_counter()
     sim_args = ("--slots", str(params.slots), "--latency-ms", f"{params.latency_ms:g}")
@@ -1431,6 +1441,9 @@ def run_bench(
     target.write_text(body, encoding="utf-8")
     # The one the repository keeps (a run's own timestamped file is not committed).
     (results_dir / f"{name}-latest.json").write_text(body, encoding="utf-8")
+    # Issue 51: the steady CPU by role and the saturation ratios, a line per bench.
+    line = history.entry(results["saturation"], PROJECT_ROOT, name, results["load_1min_at_start"])
+    history.append(results_dir, line)
     return target
 
 
