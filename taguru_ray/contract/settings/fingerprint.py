@@ -37,7 +37,18 @@ def compute_declarations() -> dict[str, Declared]:
 
 def _field_values(settings: Settings, digests: InputDigests) -> dict[str, Any]:
     """The compute fields every segment of a run shares (a fresh dict: callers add to it)."""
-    return dict(_shared_fields(settings, digests))
+    last = _last_shared
+    if last and last[0] is settings and last[1] is digests:
+        return dict(last[2])
+    shared = _shared_fields(settings, digests)
+    _last_shared[:] = [settings, digests, shared]
+    return dict(shared)
+
+
+# The same two objects ask again for every segment of a worker: known by identity, the
+# answer skips hashing the whole frozen Settings model (pydantic hashes every field on
+# every call), which the lru_cache key below costs each time (issue 51).
+_last_shared: list[Any] = []
 
 
 @functools.lru_cache(maxsize=16)
