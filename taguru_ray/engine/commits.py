@@ -1,4 +1,4 @@
-"""A worker's commit turns in batches: one ledger call for the turns a loop turn asks.
+"""A worker's commit turns in batches: one ledger call for the turns asked together.
 
 A call to the ledger costs the worker and the ledger each a few hundred
 microseconds of CPU, as much as the rest of a small segment's bookkeeping, and
@@ -11,16 +11,27 @@ never waits for a later batch-mate's turn.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
+from taguru_ray.engine.batches import gather_s
 from taguru_ray.pipeline.claims import Proposal, Verdict
 
 Turn = tuple[int, Proposal, "asyncio.Future[Verdict | None]"]
 
 
+# While its worker holds GATHER_WHEN segments or more (`batches.gather_s`), the turns
+# asked within GATHER_S of the first go in one call: at 64 in flight on a 2-core host a
+# loop turn held one turn or two, so a completion cost a streaming call, most of the
+# ledger's CPU and a few hundred microseconds of the worker's (issue 51, ADR 0082).
+# A narrow window (fewer held) still asks at once: its segments would wait on it.
+GATHER_S = 0.05
+
+
 class CommitBatches:
-    def __init__(self, ledger: Any) -> None:
+    def __init__(self, ledger: Any, held: Callable[[], int] = lambda: 0) -> None:
         self._ledger = ledger
+        self._held = held  # how many segments the worker holds now
         self._pending: list[Turn] = []
         self._streams: set[asyncio.Task[None]] = set()
 
@@ -29,7 +40,10 @@ class CommitBatches:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Verdict | None] = loop.create_future()
         if not self._pending:
-            loop.call_soon(self._send)  # after every turn asked in this loop turn
+            if gather_s(self._held()) is None:
+                loop.call_soon(self._send)  # after every turn asked in this loop turn
+            else:
+                loop.call_later(GATHER_S, self._send)
         self._pending.append((index, proposal, future))
         return future
 

@@ -72,7 +72,7 @@ class SegmentWorker:
         self._inputs: asyncio.Future[RunInputs] | None = None  # fetched once: `_run_inputs`
         gateway = ray.get_actor(run_actor_name(run_id, "gateway"))
         self._ledger = ray.get_actor(run_actor_name(run_id, "ledger"))
-        self._commits = CommitBatches(self._ledger)
+        self._commits = CommitBatches(self._ledger, lambda: self._outbox.count)
         self._run_id = run_id
         metrics.label(run_id, settings.transport.model)
         self._gateway = gateway
