@@ -90,7 +90,7 @@ def summarize(runs: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[str, Any]
     """Per build the spread of every figure; head/base ratios of the medians."""
     out: dict[str, Any] = {}
     for build in BUILDS:
-        figures = [run["figures"] for run in runs.get(build, [])]
+        figures = [run["figures"] for run in runs.get(build, []) if "figures" in run]
         roles = sorted({role for f in figures for role in f["cpu_ms_per_completion_steady"]})
         out[build] = {
             "completions_per_s": spread([f["completions_per_s"] for f in figures]),
@@ -181,7 +181,15 @@ def run_ab(params: Params, revision: str, rounds: int, results_dir: Path, work: 
         flags = throughput_flags(benches["head"], str(params.slots))
         for turn, build in enumerate(order(rounds)):
             bench = benches[build]
-            summary = measure_extract(bench, corpus, f"ab-{build}-{turn}", *flags)
+            try:
+                summary = measure_extract(bench, corpus, f"ab-{build}-{turn}", *flags)
+            except BenchFailed as failure:
+                # One run lost (its Ray never came up on a host under load) leaves the
+                # others standing: the run is kept as failed, out of the medians.
+                failed = str(failure).splitlines()[0]
+                runs[build].append({"turn": turn, "failed": failed})
+                bench.log(f"  {build} (run {turn + 1}): failed — {failed}")
+                continue
             if "skipped" in summary:
                 raise BenchFailed(f"the {build} build refused the flags: {summary['skipped']}")
             figures = run_figures(summary, bench.ideal)

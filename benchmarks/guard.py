@@ -83,6 +83,7 @@ def run_guard(params: Params, base: str, rounds: int, results_dir: Path, work: P
     head_sha, dirty = history.commit(PROJECT_ROOT)
     load = history.load_1min()
     figures: dict[str, list[dict[str, float | None]]] = {build: [] for build in BUILDS}
+    failures: list[dict[str, Any]] = []
     sim_args = ("--slots", str(params.slots), "--latency-ms", f"{params.latency_ms:g}")
     with checkout(base, work) as (base_tree, base_sha), SimulatorProcess(*sim_args) as sim:
         benches = {
@@ -96,8 +97,13 @@ def run_guard(params: Params, base: str, rounds: int, results_dir: Path, work: P
             if turn % 2 == 0:  # the yardstick once a round, shared by its two builds
                 loadgen = measure_loadgen(bench, corpus)
             flags = throughput_flags(bench, str(params.slots))
-            tuned = measure_extract(bench, corpus, f"guard-{build}-{turn}-tuned", *flags)
-            defaults = measure_extract(bench, corpus, f"guard-{build}-{turn}-defaults")
+            try:
+                tuned = measure_extract(bench, corpus, f"guard-{build}-{turn}-tuned", *flags)
+                defaults = measure_extract(bench, corpus, f"guard-{build}-{turn}-defaults")
+            except BenchFailed as failure:  # one lost run leaves the rounds standing
+                failures.append({"turn": turn, "build": build, "failed": str(failure)})
+                bench.log(f"  {build} (round {turn // 2 + 1}): failed — {failure}")
+                continue
             for run in (tuned, defaults):
                 if "skipped" in run:
                     raise BenchFailed(f"the {build} build refused the flags: {run['skipped']}")
@@ -112,6 +118,7 @@ def run_guard(params: Params, base: str, rounds: int, results_dir: Path, work: P
         "base": {"revision": base, "commit": base_sha},
         "head": {"commit": head_sha, "uncommitted_changes": dirty},
         "figures": figures,
+        "failed_runs": failures,
         "comparison": compare(figures),
     }
     results_dir.mkdir(parents=True, exist_ok=True)
