@@ -145,7 +145,7 @@ def prepare_dataset(bench: Any, rows: int) -> tuple[Path, Path, int]:
 
 def _skip(bench: Any, corpus: Path, out: Path, rows: int) -> Any:
     from benchmarks.prepared import forget
-    from benchmarks.run import BenchFailed, _check
+    from benchmarks.process_runs import BenchFailed, _check
 
     run = bench.extract(corpus, out, *FLAGS, timed=False)
     asked = bench.sim.stats()["requests"]
@@ -245,7 +245,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 def measure_file_skip(bench: Any, size: int) -> dict[str, Any]:
     """The file skip of `size` segments beside a 1-segment run, as `measure_dataset_skip`
     measures rows (each the quicker of two runs), in the shape `_versus_files` reads."""
-    from benchmarks.run import _skip_run, prepare_extracted
+    from benchmarks.process_runs import _skip_run, prepare_extracted
 
     walls: dict[int, float] = {}
     peaks: dict[int, float | None] = {}
@@ -323,7 +323,7 @@ def settle(bench: Any, corpus: Path, out: Path, *flags: str) -> dict[str, Any]:
 
 
 def bench_context() -> str:
-    from benchmarks.run import CONTEXT
+    from benchmarks.process_runs import CONTEXT
 
     return CONTEXT
 
@@ -332,7 +332,7 @@ def measure_settling(bench: Any, rows: int, rounds: int = 2, files: bool = True)
     """Files and dataset rows of one size, their skips alternated `rounds` times (ADR 0045):
     the quicker of each kind, CPU seconds beside wall, rows (segments) per CPU second.
     Without `files`, the dataset alone."""
-    from benchmarks.run import prepare_extracted
+    from benchmarks.process_runs import prepare_extracted
 
     dataset, dataset_out, _ = prepare_dataset(bench, rows)
     kinds = {"dataset": lambda: settle(bench, dataset, dataset_out, *FLAGS)}
@@ -373,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     import psutil
     import ray
 
-    from benchmarks.run import PRESETS, Bench, Params
+    from benchmarks.process_runs import PRESETS, Bench, Params
     from taguru_ray.simulate.harness import SimulatorProcess
 
     parser = argparse.ArgumentParser(description="the dataset skip-only rerun, alone")

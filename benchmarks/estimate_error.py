@@ -77,15 +77,29 @@ def spread(errors: list[float]) -> dict[str, float]:
 
 def env(model: str, url: str = "http://127.0.0.1:9/v1/chat/completions") -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("TAGURU_")}
-    return {**base, "TAGURU_EXTRACT_MODEL": model, "TAGURU_EXTRACT_URL": url,
-            "PYTHONPATH": str(REPO)}
+    return {
+        **base,
+        "TAGURU_EXTRACT_MODEL": model,
+        "TAGURU_EXTRACT_URL": url,
+        "PYTHONPATH": str(REPO),
+    }
 
 
 def extract(docs: Path, out: Path, model: str, url: str, *extra: str) -> str:
-    command = [sys.executable, "-m", "taguru_ray", "extract", "--context", CONTEXT,
-               "--out", str(out), "--no-progress", *extra, str(docs)]
-    done = subprocess.run(command, env=env(model, url), capture_output=True, text=True,
-                          timeout=900)
+    command = [
+        sys.executable,
+        "-m",
+        "taguru_ray",
+        "extract",
+        "--context",
+        CONTEXT,
+        "--out",
+        str(out),
+        "--no-progress",
+        *extra,
+        str(docs),
+    ]
+    done = subprocess.run(command, env=env(model, url), capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         raise SystemExit(f"estimate_error: extract exited {done.returncode}: {done.stderr}")
     return done.stderr
@@ -94,8 +108,9 @@ def extract(docs: Path, out: Path, model: str, url: str, *extra: str) -> str:
 def dry_run(docs: Path, model: str) -> tuple[int, int, str]:
     """(input, output) tokens the dry-run estimates for `docs` under `model`, and its line."""
     with tempfile.TemporaryDirectory() as out:
-        said = extract(docs, Path(out), model, "http://127.0.0.1:9/v1/chat/completions",
-                       "--dry-run")
+        said = extract(
+            docs, Path(out), model, "http://127.0.0.1:9/v1/chat/completions", "--dry-run"
+        )
     line = next(line for line in said.splitlines() if "estimate, not a measurement" in line)
     found = ESTIMATE.search(line)
     assert found is not None, line
@@ -105,39 +120,45 @@ def dry_run(docs: Path, model: str) -> tuple[int, int, str]:
 def simulator_errors(work: Path) -> list[dict[str, Any]]:
     """The heuristic's estimate against the simulator's counts, per corpus."""
     rows = []
-    corpora = {"examples/corpus (English)": REPO / "examples/corpus",
-               "anchor corpus (Japanese)": CORPUS}
+    corpora = {
+        "examples/corpus (English)": REPO / "examples/corpus",
+        "anchor corpus (Japanese)": CORPUS,
+    }
     with SimulatorProcess() as simulator:
         for name, source in corpora.items():
             docs = work / re.sub(r"\W+", "-", name)
             shutil.copytree(source, docs)
             estimated_in, estimated_out, _ = dry_run(docs, MODELS["heuristic"])
-            said = extract(docs, work / f"{docs.name}-out", MODELS["heuristic"],
-                           simulator.chat_url)
+            said = extract(docs, work / f"{docs.name}-out", MODELS["heuristic"], simulator.chat_url)
             found = TALLY.search(said)
             assert found is not None, said
             actual_in, actual_out = int(found.group(2)), int(found.group(3))
-            rows.append({
-                "corpus": name,
-                "counter": "heuristic",
-                "requests": int(found.group(1)),
-                "estimate": {"input": estimated_in, "output": estimated_out},
-                "actual": {"input": actual_in, "output": actual_out},
-                "error": {
-                    "input": error(estimated_in, actual_in),
-                    "output": error(estimated_out, actual_out),
-                    "total": error(estimated_in + estimated_out, actual_in + actual_out),
-                },
-            })
+            rows.append(
+                {
+                    "corpus": name,
+                    "counter": "heuristic",
+                    "requests": int(found.group(1)),
+                    "estimate": {"input": estimated_in, "output": estimated_out},
+                    "actual": {"input": actual_in, "output": actual_out},
+                    "error": {
+                        "input": error(estimated_in, actual_in),
+                        "output": error(estimated_out, actual_out),
+                        "total": error(estimated_in + estimated_out, actual_in + actual_out),
+                    },
+                }
+            )
     return rows
 
 
 def anchor_records() -> list[dict[str, Any]]:
     rows = [json.loads(line) for line in ATTEMPTS.read_text("utf-8").splitlines()]
     return [
-        r for r in rows
-        if r.get("type") == "attempt" and r.get("http_status") == 200
-        and r.get("finish_reason") == "stop" and r.get("completion_tokens")
+        r
+        for r in rows
+        if r.get("type") == "attempt"
+        and r.get("http_status") == 200
+        and r.get("finish_reason") == "stop"
+        and r.get("completion_tokens")
     ]
 
 
@@ -160,8 +181,9 @@ def answers_tokenized(records: list[dict[str, Any]], counters: dict[str, Counter
     return result
 
 
-def plan_vs_real(records: list[dict[str, Any]], counters: dict[str, Counter],
-                 work: Path) -> dict[str, Any]:
+def plan_vs_real(
+    records: list[dict[str, Any]], counters: dict[str, Counter], work: Path
+) -> dict[str, Any]:
     """(b): each anchor document's dry-run estimate against its median real counts."""
     real: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
     for r in records:
@@ -179,21 +201,34 @@ def plan_vs_real(records: list[dict[str, Any]], counters: dict[str, Counter],
                 seen = real[(model, doc_path.stem)]
                 real_in = statistics.median(s[0] for s in seen)
                 real_out = statistics.median(s[1] for s in seen)
-                rows.append({"doc": doc_path.stem, "model": model, "answers": len(seen),
-                             "estimate": {"input": est_in, "output": est_out},
-                             "real_median": {"input": real_in, "output": real_out},
-                             "error": {"input": error(est_in, real_in),
-                                       "output": error(est_out, real_out)}})
-                for key, value in (("est_in", est_in), ("est_out", est_out),
-                                   ("real_in", real_in), ("real_out", real_out)):
+                rows.append(
+                    {
+                        "doc": doc_path.stem,
+                        "model": model,
+                        "answers": len(seen),
+                        "estimate": {"input": est_in, "output": est_out},
+                        "real_median": {"input": real_in, "output": real_out},
+                        "error": {
+                            "input": error(est_in, real_in),
+                            "output": error(est_out, real_out),
+                        },
+                    }
+                )
+                for key, value in (
+                    ("est_in", est_in),
+                    ("est_out", est_out),
+                    ("real_in", real_in),
+                    ("real_out", real_out),
+                ):
                     sums[key] += value
         result[name] = {
             "documents": rows,
             "total_error": {
                 "input": error(sums["est_in"], sums["real_in"]),
                 "output": error(sums["est_out"], sums["real_out"]),
-                "total": error(sums["est_in"] + sums["est_out"],
-                               sums["real_in"] + sums["real_out"]),
+                "total": error(
+                    sums["est_in"] + sums["est_out"], sums["real_in"] + sums["real_out"]
+                ),
             },
             "per_document": {
                 "input": spread([row["error"]["input"] for row in rows]),

@@ -50,9 +50,7 @@ from typing import Any
 import httpx
 
 from benchmarks.corpus import write_corpus
-from benchmarks.results_file import write_result
-from benchmarks.roles import by_role, marginal_by_role
-from benchmarks.run import (
+from benchmarks.process_runs import (
     CONTEXT,
     MODEL,
     PROJECT_ROOT,
@@ -65,6 +63,8 @@ from benchmarks.run import (
     sim_window,
     work_dir,
 )
+from benchmarks.results_file import write_result
+from benchmarks.roles import by_role, marginal_by_role
 from taguru_ray.contract.names import TRACE, attempts_name
 from taguru_ray.simulate.answers import first_user_turn
 from taguru_ray.simulate.harness import SimulatorProcess
@@ -132,8 +132,8 @@ def preset(name: str) -> Params:
 def params_for(main_segments: int) -> Params:
     """The preset for a `benchmarks.run` of `main_segments`: full at its full corpus,
     quick at its quick corpus, smoke below."""
-    from benchmarks.run import PRESETS as MAIN_PRESETS
-    from benchmarks.run import Params as MainParams
+    from benchmarks.process_runs import PRESETS as MAIN_PRESETS
+    from benchmarks.process_runs import Params as MainParams
 
     if main_segments >= MainParams().segments:
         return preset("full")
@@ -296,7 +296,7 @@ class _Sampler(threading.Thread):
 
 
 def merge_stats(bodies: list[dict[str, Any]]) -> dict[str, Any]:
-    """The simulators' counters summed, in the shape `benchmarks.run.sim_window` reads."""
+    """The simulators' counters summed, in the shape `process_runs.sim_window` reads."""
     outcomes: dict[str, int] = {}
     for body in bodies:
         for key, count in body["by_outcome"].items():
@@ -796,7 +796,7 @@ def parse_args(argv: list[str] | None) -> tuple[Params, argparse.Namespace]:
 def main(argv: list[str] | None = None) -> int:
     params, args = parse_args(argv)
     name = args.name or ("multinode" if args.preset == "full" else f"multinode-{args.preset}")
-    from benchmarks.run import machine
+    from benchmarks.process_runs import machine
 
     with work_dir(args.work_dir, "taguru-ray-multinode-") as work:
         try:

@@ -19,7 +19,7 @@ from typing import Any
 from aiohttp import ClientSession
 from aiohttp.test_utils import TestServer
 
-from taguru_ray.context.api import ContextError, Namespace, Position, no_context
+from taguru_ray.context.errors import ContextError, Namespace, Position, no_context
 from taguru_ray.serve import ServeConfig, create_app
 
 _HERE = Path(__file__).resolve().parent

@@ -71,7 +71,7 @@ def _stats(done: int, total: int = 100) -> dict[str, int]:
 
 
 def test_the_steady_window_reads_cpu_between_the_walks_around_10_and_90_percent() -> None:
-    from benchmarks.run import steady_cpu
+    from benchmarks.process_runs import steady_cpu
 
     samples = [(float(t), _stats(10 * t)) for t in range(1, 11)]  # 10 completions a second
     series = [(t + 0.5, {"driver": 0.1 * (t + 0.5), "raylet": 1.0}) for t in range(10)]
@@ -87,7 +87,7 @@ def test_the_steady_window_reads_cpu_between_the_walks_around_10_and_90_percent(
 
 
 def test_the_steady_window_keeps_the_kernels_part_read_at_the_same_walks() -> None:
-    from benchmarks.run import steady_cpu
+    from benchmarks.process_runs import steady_cpu
 
     samples = [(float(t), _stats(10 * t)) for t in range(1, 11)]
     series = [(t + 0.5, {"ray::SegmentWorker": 0.5 * t}) for t in range(10)]
@@ -112,7 +112,7 @@ def test_the_steady_window_keeps_the_kernels_part_read_at_the_same_walks() -> No
 
 
 def test_no_steady_window_without_a_walk_on_each_side_of_it() -> None:
-    from benchmarks.run import steady_cpu
+    from benchmarks.process_runs import steady_cpu
 
     samples = [(float(t), _stats(10 * t)) for t in range(1, 11)]
     late = [(5.0, {"driver": 1.0}), (9.5, {"driver": 2.0})]  # none before 10 % was done

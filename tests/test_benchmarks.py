@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from benchmarks.corpus import segment_name, segment_text, write_corpus
-from benchmarks.run import TRASH, BenchFailed, set_aside, work_dir
+from benchmarks.process_runs import TRASH, BenchFailed, set_aside, work_dir
 from taguru_ray.engine.bound import BOUNDS
 from tests.support import REPO
 

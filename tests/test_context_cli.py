@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from taguru_ray.context.api import ContextError
+from taguru_ray.context.errors import ContextError
 from taguru_ray.context.store import SqliteStore
 from taguru_ray.contract.items import Alias, Association
 from tests.support import CONTEXT, REPO, Cli

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from taguru_ray.context.api import ContextError
+from taguru_ray.context.errors import ContextError
 from taguru_ray.context.importer import ImportRefusal, read_stream
 from taguru_ray.context.store import SqliteStore
 from taguru_ray.contract.items import Alias, Association, Question

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from taguru_ray.cli import import_, search
-from taguru_ray.context.api import ContextError
 from taguru_ray.context.embeddings import (
     Embedder,
     EmbeddingsConfig,
@@ -21,6 +20,7 @@ from taguru_ray.context.embeddings import (
     normalise,
     parse_response,
 )
+from taguru_ray.context.errors import ContextError
 from taguru_ray.context.importer import read_stream
 from taguru_ray.context.store import SqliteStore
 from taguru_ray.context.vector_lanes import NO_VECTORS, PASSAGES_OFF

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from taguru_ray.context.api import ContextError
+from taguru_ray.context.errors import ContextError
 from taguru_ray.context.store import SqliteStore
 from taguru_ray.context.writes import AssociationOp, ContextMeta, PassageSubmission
 

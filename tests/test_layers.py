@@ -89,3 +89,100 @@ def test_a_module_over_400_lines_says_why_in_its_docstring() -> None:
             if "over 400 lines" not in doc:
                 unexplained.append(str(path.relative_to(PACKAGE.parent)))
     assert unexplained == []
+
+
+ROOT = PACKAGE.parent
+# The import graph the circle test walks: the package and the bench scripts beside it.
+GRAPHED = ("taguru_ray", "benchmarks")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_imports(path: Path, name: str, known: set[str]) -> set[str]:
+    """The graphed modules `path` imports: nested and type-checking imports included (a
+    circle the type checker walks is a circle all the same), each the longest known
+    module its dotted name reaches."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    wanted: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package
+                for _ in range(node.level - 1):
+                    anchor = anchor.rpartition(".")[0]
+                base = f"{anchor}.{base}" if node.module else anchor
+            # `from package import module` imports the module; `from module import name`
+            # the module (a package's own __init__ is not an edge of its modules).
+            wanted += [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
+                for alias in node.names
+            ]
+        elif isinstance(node, ast.Import):
+            wanted += [alias.name for alias in node.names]
+    found: set[str] = set()
+    for target in wanted:
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        if target and target != name:
+            found.add(target)
+    return found
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The graph's strongly connected components of two modules or more (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(start: str) -> None:  # iterative: no recursion limit on deep chains
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        while work:
+            node, edges = work[-1]
+            for edge in edges:
+                if edge not in index:
+                    index[edge] = low[edge] = len(index)
+                    stack.append(edge)
+                    work.append((edge, iter(sorted(graph[edge]))))
+                    break
+                if edge in stack:
+                    low[node] = min(low[node], index[edge])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_two_modules_import_each_other_even_through_others() -> None:
+    # Issue 51: four circles were cut by moving what both sides needed into a lower
+    # module of its own (context/errors.py, context/evidence_request.py, simulate/names.py,
+    # benchmarks/process_runs.py; the settings' forms are named by their declarations).
+    paths = {module_name(p): p for top in GRAPHED for p in (ROOT / top).rglob("*.py")}
+    known = set(paths)
+    graph = {name: module_imports(path, name, known) for name, path in paths.items()}
+    assert circles(graph) == []
+
+
+def test_the_circle_finder_finds_a_circle_through_a_third_module() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert circles(graph) == [["a", "b", "c"]]

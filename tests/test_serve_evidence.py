@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from taguru_ray.context.evidence import EvidenceRequest
+from taguru_ray.context.evidence_request import EvidenceRequest
 from taguru_ray.context.store import SqliteStore
 from taguru_ray.context.writes import AssociationOp, ContextMeta
 from tests.serve_fake import result_of

@@ -22,8 +22,8 @@ import sys
 from collections.abc import Sequence
 
 from taguru_ray.cli.args import OneLineParser, parse
-from taguru_ray.context.api import ContextError
 from taguru_ray.context.embeddings import embedder_from_env
+from taguru_ray.context.errors import ContextError
 from taguru_ray.context.schema import store_file
 from taguru_ray.context.store import SqliteStore
 from taguru_ray.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, TaguruRayError

@@ -12,35 +12,15 @@ thread pool) and one writer at a time (imports).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from taguru_ray.context.errors import (
+    Namespace,
+    Position,
+)
 
 if TYPE_CHECKING:
-    from taguru_ray.context.evidence import EvidenceRequest
-
-Namespace = Literal["concept", "label"]
-Position = str | Sequence[str] | None  # a query position: one spelling, any of several, or free
-
-
-@dataclass
-class ContextError(Exception):
-    """A refusal with its wire form: `{"status":"error","code","error",…}` at `status`."""
-
-    status: int
-    code: str
-    message: str
-    extra: dict[str, Any] = field(default_factory=dict)  # e.g. an import's issues[]
-
-    def __str__(self) -> str:
-        return self.message
-
-
-def no_context(name: str) -> ContextError:
-    return ContextError(404, "no_context", f"context '{name}' not found")
-
-
-def invalid_argument(message: str) -> ContextError:
-    return ContextError(400, "invalid_argument", message)
+    from taguru_ray.context.evidence_request import EvidenceRequest
 
 
 class ContextStore(Protocol):

@@ -14,8 +14,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from taguru_ray.context.api import Position, invalid_argument
 from taguru_ray.context.apply import lookup
+from taguru_ray.context.errors import Position, invalid_argument
 from taguru_ray.context.passages import markers
 
 MAX_LIMIT = 1000

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from taguru_ray.context.api import ContextError, invalid_argument
 from taguru_ray.context.bm25 import wire_f32
+from taguru_ray.context.errors import ContextError, invalid_argument
 from taguru_ray.context.terms import query_terms
 from taguru_ray.context.topk import Eligible, top
 from taguru_ray.context.vectors import NO_PROVIDER, LaneHit, LaneOutcome, fuse, idle, lane_pool

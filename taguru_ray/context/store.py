@@ -25,9 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from taguru_ray.context import graph, passages, schema, vector_lanes, vector_rows
-from taguru_ray.context.api import ContextError, Namespace, Position, invalid_argument, no_context
 from taguru_ray.context.apply import apply_batch
 from taguru_ray.context.embeddings import Embedder, EmbeddingsError
+from taguru_ray.context.errors import (
+    ContextError,
+    Namespace,
+    Position,
+    invalid_argument,
+    no_context,
+)
 from taguru_ray.context.evidence import EvidenceReads
 from taguru_ray.context.importer import Batch, ImportRefusal, read_stream
 from taguru_ray.context.postings import PostingsBuffer

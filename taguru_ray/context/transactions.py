@@ -14,8 +14,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
-from taguru_ray.context.api import ContextError
 from taguru_ray.context.apply import apply_batch
+from taguru_ray.context.errors import ContextError
 from taguru_ray.context.importer import Batch, ImportRefusal
 from taguru_ray.context.postings import PostingsBuffer
 

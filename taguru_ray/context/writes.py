@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from taguru_ray.context import apply
-from taguru_ray.context.api import ContextError
+from taguru_ray.context.errors import ContextError
 from taguru_ray.context.importer import Batch, Locator
 from taguru_ray.contract.items import Question
 from taguru_ray.contract.source_file import Header, Passage, Section, SourceFile

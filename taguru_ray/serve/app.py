@@ -30,7 +30,8 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from taguru_ray.context.api import ContextError, ContextStore
+from taguru_ray.context.api import ContextStore
+from taguru_ray.context.errors import ContextError
 from taguru_ray.serve.auth import EXEMPT_PATHS, presented_token
 from taguru_ray.serve.connection import protocol_factory
 from taguru_ray.serve.envelope import fail, refusal

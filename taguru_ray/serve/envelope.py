@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from taguru_ray.context.api import ContextError
+from taguru_ray.context.errors import ContextError
 
 JSON_TYPE = "application/json"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from taguru_ray.context import evidence as ev
+from taguru_ray.context import evidence_request as ev
 from taguru_ray.serve import requests
 from taguru_ray.serve.requests import MAX_POSITION_ITEMS, U64_MAX
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from taguru_ray.context.api import ContextError, Position
+from taguru_ray.context.errors import ContextError, Position
 from taguru_ray.contract import strict_json
 
 MATCH_LIMIT_MAX = 1000

@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 
 from taguru_ray import __version__
-from taguru_ray.context.api import Namespace
+from taguru_ray.context.errors import Namespace
 from taguru_ray.serve import requests
 from taguru_ray.serve.deadlines import read_body
 from taguru_ray.serve.envelope import bare, fail, ok

@@ -16,7 +16,6 @@ from taguru_ray.simulate.answers import (
     estimate_tokens,
     first_user_turn,
     is_overview_ask,
-    names_in,
     overview_for_turn,
 )
 from taguru_ray.simulate.faults import (
@@ -37,6 +36,7 @@ from taguru_ray.simulate.faults import (
     pick_rate_fault,
 )
 from taguru_ray.simulate.harness import SimulatorProcess
+from taguru_ray.simulate.names import names_in
 from taguru_ray.simulate.server import MODEL_ID, SimulatorConfig, create_app, prompt_key, serve
 from taguru_ray.simulate.vary import run_of, vary_answer
 

@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable
 
 from taguru_ray.sessions.prompt import CONTRACT_OPENING, REVIEW_SYSTEM, STAGE_LINE
-from taguru_ray.simulate.answers import _names_and_aliases, names_in
+from taguru_ray.simulate.names import names_and_aliases, names_in
 
 _TURN = re.compile(r"^\[seq (\d+)\] \S+(?: \([^)\n]*\))?: ", re.MULTILINE)
 # A sentence ends at 。！？, or at . ! ? before a space or the end (not inside a file name).
@@ -117,7 +117,7 @@ def _naming(said: list[str], settled: frozenset[str]) -> tuple[str, list[Fact]] 
 
 def _alias(said: list[str], settled: frozenset[str]) -> tuple[str, list[Fact]] | None:
     for sentence in said:
-        pairs = _names_and_aliases(sentence)[1]
+        pairs = names_and_aliases(sentence)[1]
         if pairs:
             short, name = pairs[0]
             return sentence, [{"subject": short, "predicate": "alias_of", "value": name}]

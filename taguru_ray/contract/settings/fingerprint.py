@@ -14,6 +14,7 @@ from typing import Any
 from taguru_ray.contract.manifest_entry import CHECKPOINT_FIELDS, MANIFEST_FIELDS
 from taguru_ray.contract.records.attempts import SettingsRecord
 from taguru_ray.contract.records.typed import Rung
+from taguru_ray.contract.settings import forms
 from taguru_ray.contract.settings.digests import InputDigests
 from taguru_ray.contract.settings.knob import Declared
 from taguru_ray.contract.settings.model import Settings, declarations
@@ -30,8 +31,11 @@ def compute_declarations() -> dict[str, Declared]:
     declarations once: walking them costs about 0.2 ms, per segment of a skip)."""
     feeding: dict[str, Declared] = {}
     for declared in declarations():
-        if declared.knob.compute is not None:
-            feeding.setdefault(declared.knob.compute.field, declared)
+        compute = declared.knob.compute
+        if compute is not None:
+            if compute.form is not None and not callable(getattr(forms, compute.form, None)):
+                raise TypeError(f"{declared.name}: no form {compute.form!r} in settings/forms.py")
+            feeding.setdefault(compute.field, declared)
     return feeding
 
 
@@ -61,7 +65,8 @@ def _shared_fields(settings: Settings, digests: InputDigests) -> tuple[tuple[str
         value = getattr(group, declared.name)
         if compute.own and value == declared.default:
             continue
-        found[field] = value if compute.form is None else compute.form(settings, digests)
+        form = None if compute.form is None else getattr(forms, compute.form)
+        found[field] = value if form is None else form(settings, digests)
     return tuple(found.items())
 
 

@@ -1,7 +1,9 @@
 """How a setting reads in the compute inputs, where that is not its value as it is.
 
-Each is named by the setting's declaration (`Input.form`). Several keep an
-entry written at the default equal to the reference's (an empty string).
+Each is named by the setting's declaration (`Input.form`, the function's name here:
+the declarations sit below the `Settings` model these read, so they name a form rather
+than import it), and `fingerprint` calls it. Several keep an entry written at the
+default equal to the reference's (an empty string).
 """
 
 from __future__ import annotations
@@ -9,14 +11,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from taguru_ray.contract.settings.groups import DEFAULT_ESCALATION_FACTOR, DEFAULT_RUNAWAY_RATIO
 from taguru_ray.contract.settings.sizes import DEFAULT_CHUNK_BYTES
 
 if TYPE_CHECKING:
     from taguru_ray.contract.settings.digests import InputDigests
     from taguru_ray.contract.settings.model import Settings
-
-DEFAULT_ESCALATION_FACTOR = 2
-DEFAULT_RUNAWAY_RATIO = 8
 
 
 def description(settings: Settings, _: InputDigests) -> str:

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar
 
-from taguru_ray.contract.settings import forms, values
-from taguru_ray.contract.settings.forms import DEFAULT_ESCALATION_FACTOR, DEFAULT_RUNAWAY_RATIO
+from taguru_ray.contract.settings import values
 from taguru_ray.contract.settings.knob import Group, Input, Knob
 from taguru_ray.contract.settings.sizes import DEFAULT_CHUNK_BYTES, MIN_CHUNK_BYTES
 from taguru_ray.contract.steps import STEP_FOLD
+
+DEFAULT_ESCALATION_FACTOR = 2
+DEFAULT_RUNAWAY_RATIO = 8
 
 # Seed 002: carryover is on by default (it costs no model call; the naming drift it
 # prevents costs one). It orders a segment's chunks, so --parallel then waits on it.
@@ -86,12 +88,12 @@ class Source(Group):
     name: Annotated[
         str | None,
         Knob("attach a create block naming the context", flag="--name",
-             compute=Input("description", forms.description)),
+             compute=Input("description", "description")),
     ] = None
     description: Annotated[
         str | None,
         Knob("the create block's description (needs --name)", flag="--description", metavar="TEXT",
-             compute=Input("description", forms.description)),
+             compute=Input("description", "description")),
     ] = None
     source_id: Annotated[
         str | None,
@@ -101,12 +103,12 @@ class Source(Group):
     date: Annotated[
         int | None,
         Knob("YYYY-MM-DD or epoch seconds, on the passage", flag="--date", metavar="WHEN",
-             parse=values.date, compute=Input("date", forms.date)),
+             parse=values.date, compute=Input("date", "date")),
     ] = None
     tags: Annotated[
         tuple[str, ...],
         Knob("tag the source (repeatable)", flag="--tag", metavar="TAG", form="repeat",
-             compute=Input("tags", forms.tags), shown="none"),
+             compute=Input("tags", "tags"), shown="none"),
     ] = ()
     no_passage: Annotated[
         bool,
@@ -154,20 +156,20 @@ class Reading(Group):
         Knob(f"segment bytes per model call (at least {MIN_CHUNK_BYTES})", flag="--chunk-bytes",
              env="TAGURU_EXTRACT_CHUNK_BYTES", metavar="N",
              parse=values.int_at_least(MIN_CHUNK_BYTES),
-             compute=Input("chunk_bytes", forms.chunk_bytes)),
+             compute=Input("chunk_bytes", "chunk_bytes")),
     ] = DEFAULT_CHUNK_BYTES
     redact: Annotated[
         str,
         Knob("mask secrets and PII before any step reads a segment: alone both groups, or secrets, "
              "pii", flag="--redact", env="TAGURU_EXTRACT_REDACT", metavar="GROUP",
              parse=values.redact, form="optional", bare="both", takes=("secrets", "pii"),
-             compute=Input("redaction", forms.redaction), shown="off"),
+             compute=Input("redaction", "redaction"), shown="off"),
     ] = ""
     redact_rules: Annotated[
         str | None,
         Knob("more redaction rules from FILE (needs --redact)", flag="--redact-rules",
              env="TAGURU_EXTRACT_REDACT_RULES", metavar="FILE", parse=values.location,
-             compute=Input("redaction", forms.redaction)),
+             compute=Input("redaction", "redaction")),
     ] = None
     redact_key: Annotated[
         str | None,
@@ -212,7 +214,7 @@ class Prompting(Group):
         Knob("what a chunk sees of its segment: off, structure, overview, ingested",
              flag="--chunk-context", env="TAGURU_EXTRACT_CHUNK_CONTEXT", metavar="MODE",
              parse=values.choice("off", "structure", "overview", "ingested"),
-             compute=Input("chunk_context", forms.chunk_context)),
+             compute=Input("chunk_context", "chunk_context")),
     ] = "off"
     carryover: Annotated[
         int,
@@ -224,19 +226,19 @@ class Prompting(Group):
         str | None,
         Knob("an export of the target context: its names offered, its spellings allowed",
              flag="--vocabulary", env="TAGURU_EXTRACT_VOCABULARY", metavar="PATH",
-             parse=values.location, compute=Input("vocabulary_digest", forms.vocabulary)),
+             parse=values.location, compute=Input("vocabulary_digest", "vocabulary")),
     ] = None
     schema_file: Annotated[
         str | None,
         Knob("the context's schema document: its types prompted, its rules checked",
              flag="--schema", env="TAGURU_EXTRACT_SCHEMA", metavar="FILE",
-             parse=values.location, compute=Input("schema_digest", forms.schema)),
+             parse=values.location, compute=Input("schema_digest", "schema")),
     ] = None
     candidates: Annotated[
         bool,
         Knob("offer the segment's own candidate names", flag="--candidates",
              env="TAGURU_EXTRACT_CANDIDATES", parse=values.boolish, form="switch",
-             compute=Input("candidates", forms.candidates)),
+             compute=Input("candidates", "candidates")),
     ] = False
 
 
@@ -256,7 +258,7 @@ class Ladder(Group):
         Knob("constrain the answer: off, json-object, json-schema, auto (probe and step down)",
              flag="--structured-output", env="TAGURU_EXTRACT_STRUCTURED_OUTPUT", metavar="MODE",
              parse=values.choice("auto", "json-schema", "json-object", "off"),
-             compute=Input("structured_output", forms.structured_output)),
+             compute=Input("structured_output", "structured_output")),
     ] = "off"
     max_output_tokens: Annotated[
         int,
@@ -268,13 +270,13 @@ class Ladder(Group):
         int,
         Knob("the one escalated resend's budget, x the budget (0 = no cap)",
              env="TAGURU_EXTRACT_ESCALATION_FACTOR", parse=values.int_at_least(0),
-             compute=Input("escalation_factor", forms.escalation)),
+             compute=Input("escalation_factor", "escalation")),
     ] = DEFAULT_ESCALATION_FACTOR
     runaway_ratio: Annotated[
         int,
         Knob("a cut-off answer this many times its piece is a runaway (0 = off)",
              env="TAGURU_EXTRACT_RUNAWAY_RATIO", parse=values.int_at_least(0),
-             compute=Input("runaway_ratio", forms.runaway)),
+             compute=Input("runaway_ratio", "runaway")),
     ] = DEFAULT_RUNAWAY_RATIO
     corrective_context_bytes: Annotated[
         int,

@@ -13,15 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from taguru_ray.contract.settings import values
-
-if TYPE_CHECKING:
-    from taguru_ray.contract.settings.digests import InputDigests
-    from taguru_ray.contract.settings.model import Settings
 
 Form = Literal["value", "switch", "repeat", "positional", "optional"]
 
@@ -30,14 +26,15 @@ Form = Literal["value", "switch", "repeat", "positional", "optional"]
 class Input:
     """How a setting enters the compute inputs the manifest and checkpoints compare.
 
-    `field` is the manifest field (CONTRACT section 2); `form` turns the run's
-    settings into the field's value (None: the setting's value as it is);
+    `field` is the manifest field (CONTRACT section 2); `form` names the function of
+    `forms` that turns the run's settings into the field's value (None: the setting's
+    value as it is);
     `own` marks taguru-ray's own inputs, absent from an entry at their default
     so an entry a default run writes stays the reference's, field for field.
     """
 
     field: str
-    form: Callable[[Settings, InputDigests], Any] | None = None
+    form: str | None = None  # a function of forms.py, by name
     own: bool = False
 
 
