@@ -82,3 +82,12 @@ def test_an_address_nobody_answers_fails_fast_with_one_line(tmp_path: Path) -> N
     assert line.startswith(f"taguru: extract: --address 127.0.0.1:{port}: no Ray head answers")
     assert time.monotonic() - started < 60
     assert not list((tmp_path / "out").glob("*.jsonl"))
+
+
+def test_a_local_ray_keeps_no_task_events_unless_the_environment_asks() -> None:
+    from taguru_ray.engine.local_ray import QUIET, local_system_config
+
+    assert local_system_config({}) == QUIET
+    assert local_system_config({}) == {"task_events_report_interval_ms": 0, "event_stats": False}
+    wanted = local_system_config({"RAY_task_events_report_interval_ms": "1000"})
+    assert wanted == {"event_stats": False}  # Ray reads the variable itself
