@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from taguru_ray.context.api import ContextError
+from taguru_ray.context.errors import ContextError
 from taguru_ray.context.store import SqliteStore
 from taguru_ray.contract.names import RETIRED
 from taguru_ray.contract.records.retired import RetiredRecord, records_name
