@@ -1,4 +1,4 @@
-"""A worker's commit turns in batches (engine/commits.py, ADR 0112): a busy worker gathers
+"""A worker's commit turns in batches (engine/commits.py, ADR 0087): a busy worker gathers
 the turns asked within GATHER_S into one ledger call, a quiet one asks at once, and every
 turn gets the verdict the ledger's order gives it either way."""
 

@@ -23,7 +23,7 @@ Turn = tuple[int, Proposal, "asyncio.Future[Verdict | None]"]
 # While its worker holds GATHER_WHEN segments or more (`batches.gather_s`), the turns
 # asked within GATHER_S of the first go in one call: at 64 in flight on a 2-core host a
 # loop turn held one turn or two, so a completion cost a streaming call, most of the
-# ledger's CPU and a few hundred microseconds of the worker's (issue 51, ADR 0112).
+# ledger's CPU and a few hundred microseconds of the worker's (issue 51, ADR 0087).
 # A narrow window (fewer held) still asks at once: its segments would wait on it.
 GATHER_S = 0.05
 

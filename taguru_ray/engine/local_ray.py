@@ -1,4 +1,4 @@
-"""What a local Ray that a run starts for itself leaves off (ADR 0111).
+"""What a local Ray that a run starts for itself leaves off (ADR 0086).
 
 A run without --address starts a Ray of its own and stops it at its end. Nobody
 opens that Ray's dashboard (the run starts none), its task list or its internal
